@@ -1,0 +1,96 @@
+"""Deterministic, safe zips, and the atomic replacement of build/dist."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+import posixpath
+import shutil
+import stat
+import zipfile
+from pathlib import Path
+
+from generator.errors import CoursepackError
+from generator.pack import Pack
+
+FIXED_TIME = (1980, 1, 1, 0, 0, 0)
+FILE_MODE = 0o644
+
+
+class ArchiveError(CoursepackError):
+    pass
+
+
+def safe_entry(name: str) -> str:
+    """A relative, normalised entry name, or an error: no '..', no absolute path, no backslash."""
+    normal = posixpath.normpath(name)
+    if (not name or name != normal or normal.startswith(("/", "../")) or normal == ".."
+            or "\\" in name or ":" in name or any(part in ("", ".", "..") for part in name.split("/"))):
+        raise ArchiveError(f"unsafe file name in a pack: {name!r}")
+    return normal
+
+
+def zip_pack(pack: Pack) -> bytes:
+    """The same files always give the same bytes: sorted entries, fixed times and permissions."""
+    buffer = io.BytesIO()
+    root = pack.name
+    with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=9) as archive:
+        for name in sorted(pack.files):
+            info = zipfile.ZipInfo(f"{root}/{safe_entry(name)}", date_time=FIXED_TIME)
+            info.external_attr = (stat.S_IFREG | FILE_MODE) << 16
+            info.create_system = 3
+            info.compress_type = zipfile.ZIP_DEFLATED
+            archive.writestr(info, pack.files[name], compresslevel=9)
+    data = buffer.getvalue()
+    check_zip(data, pack)
+    return data
+
+
+def check_zip(data: bytes, pack: Pack) -> None:
+    """Re-read a written zip and compare it with the pack's manifest."""
+    with zipfile.ZipFile(io.BytesIO(data)) as archive:
+        names = archive.namelist()
+        expected = sorted(f"{pack.name}/{n}" for n in pack.files)
+        if names != expected:
+            raise ArchiveError(f"{pack.name}.zip: entries {names} differ from the pack's files")
+        manifest = json.loads(archive.read(f"{pack.name}/manifest.json"))
+        for name, digest in manifest["files"].items():
+            if hashlib.sha256(archive.read(f"{pack.name}/{name}")).hexdigest() != digest:
+                raise ArchiveError(f"{pack.name}.zip: {name} does not match its sha256 in the manifest")
+        for info in archive.infolist():
+            if stat.S_ISLNK(info.external_attr >> 16):
+                raise ArchiveError(f"{pack.name}.zip: {info.filename} is a link")
+
+
+def recover_dir(target: Path) -> None:
+    """Undo a swap that was interrupted between its two renames."""
+    old = target.with_name(target.name + ".old")
+    if old.exists() and not target.exists():
+        os.replace(old, target)
+
+
+def replace_dir(new: Path, target: Path) -> None:
+    """Swap a finished folder in for target; an interrupted build leaves the old one whole."""
+    recover_dir(target)
+    old = target.with_name(target.name + ".old")
+    if old.exists():
+        shutil.rmtree(old)
+    if target.exists():
+        os.replace(target, old)
+    os.replace(new, target)
+    if old.exists():
+        shutil.rmtree(old)
+
+
+def write_tree(pack: Pack, folder: Path) -> Path:
+    """Write a pack's files under folder/<pack name>/ (for verification runs)."""
+    root = folder / pack.name
+    if root.exists():
+        shutil.rmtree(root)
+    for name, data in pack.files.items():
+        path = root / safe_entry(name)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data)
+    return root

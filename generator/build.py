@@ -1,0 +1,195 @@
+"""The pipeline: load -> render -> leak scan -> verify -> zip -> swap build/dist -> report.
+
+Nothing under build/dist changes unless every step succeeded.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from generator.archive import recover_dir, replace_dir, write_tree, zip_pack
+from generator.errors import CoursepackError, VerificationError
+from generator.leaks import LeakError, fingerprints, scan_files, scan_zip
+from generator.loader import CourseContent, load_content
+from generator.pack import EDITIONS, Pack
+from generator.render import LessonContext, finalize_pack, jinja_env, render_pack
+from generator.report import report_data, write_reports
+from generator import verify as V
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+@dataclass
+class BuildOptions:
+    content: Path = REPO / "content"
+    templates: Path = REPO / "templates"
+    out: Path = REPO / "build"
+    verify: bool = True
+    runner: str = "auto"
+    python: str | None = None
+    runner_command: str | None = None
+    jobs: int = 2
+    notebook: bool = True
+    lessons: tuple[str, ...] = ()
+    locales: tuple[str, ...] = ()
+
+
+@dataclass
+class BuildResult:
+    zips: dict[str, str] = field(default_factory=dict)          # name -> sha256
+    verification: dict[str, dict] = field(default_factory=dict)  # lesson/locale -> record
+    disagreements: dict[str, list] = field(default_factory=dict)
+    cached: dict[str, bool] = field(default_factory=dict)
+    seconds: float = 0.0
+    failed: list[str] = field(default_factory=list)
+
+
+Progress = Callable[[str], None]
+
+
+def _stderr(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def render_all(content: CourseContent, options: BuildOptions) -> dict[tuple[str, str], dict[str, tuple[LessonContext, Pack]]]:
+    """Every pack in memory, grouped by (lesson, locale); leak-scanned."""
+    env = jinja_env(options.templates)
+    groups = {}
+    leaks = []
+    for lesson in content.published:
+        if options.lessons and lesson.spec.id not in options.lessons:
+            continue
+        for locale in content.course.locales:
+            if options.locales and locale not in options.locales:
+                continue
+            editions = {}
+            for edition in EDITIONS:
+                ctx = LessonContext(content, lesson, locale, edition)
+                editions[edition] = (ctx, render_pack(ctx, env))
+            exercise = editions["exercise"][1]
+            leaks += scan_files(exercise.files, fingerprints(lesson, locale), exercise.name)
+            groups[(lesson.spec.id, locale)] = editions
+    if leaks:
+        raise LeakError("answer material found in exercise packs:\n" + "\n".join(leaks))
+    if not groups:
+        raise CoursepackError("nothing to build: no published lesson matches the --lesson/--locale filters")
+    return groups
+
+
+def build(options: BuildOptions, progress: Progress = _stderr) -> BuildResult:
+    started = time.monotonic()
+    result = BuildResult()
+    progress("load   content")
+    content = load_content(options.content)
+    groups = render_all(content, options)
+    progress(f"render {sum(len(g) for g in groups.values())} packs ({len(groups)} lesson x locale)")
+    out = options.out
+    out.mkdir(parents=True, exist_ok=True)
+    recover_dir(out / "dist")
+    records = _verify_groups(groups, options, out, result, progress) if options.verify else {}
+    staging = out / "dist.new"
+    V.clear(staging)
+    staging.mkdir()
+    finals: dict[str, Pack] = {}
+    for key, editions in groups.items():
+        record = records.get(key)
+        for ctx, pack in editions.values():
+            final = finalize_pack(ctx, jinja_env(options.templates), pack, record)
+            finals[final.name] = final
+    leaks = []
+    for (lesson_id, locale), editions in groups.items():
+        lesson = content.lessons[lesson_id]
+        prints = fingerprints(lesson, locale)
+        for edition, (ctx, _) in editions.items():
+            final = finals[f"{lesson_id}-{locale}-{edition}"]
+            data = zip_pack(final)
+            if edition == "exercise":
+                leaks += scan_zip(data, prints, final.name + ".zip")
+            (staging / f"{final.name}.zip").write_bytes(data)
+            result.zips[f"{final.name}.zip"] = hashlib.sha256(data).hexdigest()
+    if leaks:
+        V.clear(staging)
+        raise LeakError("answer material found in exercise zips:\n" + "\n".join(leaks))
+    result.seconds = time.monotonic() - started
+    if result.failed:
+        V.clear(staging)
+        write_reports(out, options, result, content)
+        raise VerificationError("verification failed; build/dist was left as it was:\n" + "\n".join(result.failed))
+    replace_dir(staging, out / "dist")
+    write_reports(out, options, result, content)
+    progress(f"done   {len(result.zips)} zips in {out / 'dist'} ({result.seconds:.1f} s); report: {out / 'report.md'}")
+    return result
+
+
+def _verify_groups(groups, options: BuildOptions, out: Path, result: BuildResult, progress: Progress) -> dict:
+    work = out / "work"
+    runner = V.make_runner(options.runner, options.python, options.runner_command, out / "triton-cache")
+    info = runner.probe(out)
+    progress(f"verify on {runner.label}: {info['device']} · torch {info['torch']} · triton {info['triton']}")
+    cache = V.Cache(out / "cache" / "verify")
+    entries = cache.index()
+    records = {}
+    for key, editions in groups.items():
+        lesson_id, locale = key
+        ctx = editions["answer"][0]
+        exercise, answer = editions["exercise"][1], editions["answer"][1]
+        mistakes = [(m, ctx.code(fill=m.fill, answer=False)) for m in ctx.lesson.spec.checks.mistakes]
+        content_key = cache.key(exercise.content_hash(), answer.content_hash(),
+                                  json.dumps([m.model_dump() for m, _ in mistakes], sort_keys=True),
+                                  str(options.notebook))
+        cache_key = cache.key(content_key, runner.identity(), json.dumps(info, sort_keys=True))
+        label = f"{lesson_id}/{locale}"
+        hit = cache.get(cache_key)
+        if hit is not None:
+            record = hit["record"]
+            result.cached[label] = True
+            progress(f"verify {label}: cached ({'passed' if record['passed'] else 'FAILED'})")
+        else:
+            progress(f"verify {label}: running {2 + len(mistakes) + options.notebook} steps ...")
+            started = time.monotonic()
+            job_dir = work / label.replace("/", "-")
+            V.clear(job_dir)
+            job = V.Job(label, lesson_id, locale, ctx.lesson.spec, write_tree(answer, job_dir),
+                        write_tree(exercise, job_dir), mistakes, job_dir / "mistakes")
+            steps = V.run_job(runner, job, options.notebook, options.jobs)
+            record = V.record(runner, info, steps, time.monotonic() - started)
+            cache.put(cache_key, {"content_key": content_key, "record": record, "pack": label})
+            entries.append({"content_key": content_key, "record": record})
+            result.cached[label] = False
+            for step in steps:
+                progress(f"       {'ok  ' if step.ok else 'FAIL'} {step.name:24} {step.seconds:6.1f} s  {step.detail}")
+        result.verification[label] = record
+        result.disagreements[label] = V.disagreements(entries, content_key)
+        if not record["passed"]:
+            result.failed += [f"{label}: {s['name']}: {s['detail']}" for s in record["steps"] if not s["ok"]]
+        records[key] = record
+    return records
+
+
+def clean(options: BuildOptions) -> None:
+    for name in ("dist", "dist.new", "dist.old", "work", "report.json", "report.md"):
+        path = options.out / name
+        if path.is_dir():
+            shutil.rmtree(path)
+        elif path.exists():
+            path.unlink()
+
+
+def verify_only(options: BuildOptions, progress: Progress = _stderr) -> dict:
+    """The gate alone: render and verify every pack, write the reports, zip nothing."""
+    started = time.monotonic()
+    result = BuildResult()
+    content = load_content(options.content)
+    groups = render_all(content, options)
+    options.out.mkdir(parents=True, exist_ok=True)
+    _verify_groups(groups, options, options.out, result, progress)
+    result.seconds = time.monotonic() - started
+    write_reports(options.out, options, result, content)
+    return report_data(options, result)

@@ -1,0 +1,112 @@
+"""Answer-leak scan: nothing answer-only may reach an exercise pack, in any form.
+
+Fingerprints come from the content (the filled blank, reference answers, the last hint, the
+solution note), not from the rendered answer pack, so a template that wrongly prints an answer
+into the exercise edition is caught. Text is normalised (Unicode NFKC, case, whitespace, quotes,
+Markdown emphasis) so that a reformatted copy is still found. Notebooks are scanned by their
+decoded strings as well as their raw bytes.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+import unicodedata
+import zipfile
+from dataclasses import dataclass
+
+from generator.codegen import render_code
+from generator.errors import CoursepackError
+from generator.loader import Lesson
+
+MIN_CHUNK = 12
+SPLIT = re.compile(r"(?:[。；！？\n]|[.;!?](?=\s)|\*\*)")
+IGNORED = re.compile(r"[\s`'\"“”‘’*_>#|\\-]+")
+
+
+class LeakError(CoursepackError):
+    pass
+
+
+@dataclass(frozen=True)
+class Fingerprint:
+    source: str     # where the secret comes from, e.g. "questions.q1.answer"
+    text: str       # normalised
+
+
+def normalise(text: str) -> str:
+    return IGNORED.sub("", unicodedata.normalize("NFKC", text).lower())
+
+
+def fingerprints(lesson: Lesson, locale: str) -> list[Fingerprint]:
+    text = lesson.texts[locale]
+    secrets = {"blank fill": [lesson.solution.fill], "hints.4": [text.hints[3]],
+               "solution_note": [text.solution_note]}
+    for qid, question in text.questions.items():
+        secrets[f"questions.{qid}.answer"] = [question.answer]
+    allowed = normalise(_public_text(lesson, locale))
+    prints = [Fingerprint("blank fill", normalise(lesson.solution.fill))]
+    for source, pieces in secrets.items():
+        for piece in pieces:
+            for chunk in SPLIT.split(piece):
+                norm = normalise(chunk)
+                if len(norm) >= MIN_CHUNK and norm not in allowed:
+                    prints.append(Fingerprint(source, norm))
+    return prints
+
+
+def _public_text(lesson: Lesson, locale: str) -> str:
+    """Everything an exercise edition may show: the lesson text minus its answer-only parts."""
+    data = lesson.texts[locale].model_dump()
+    data["hints"] = data["hints"][:3]
+    data.pop("solution_note")
+    for question in data["questions"].values():
+        question.pop("answer")
+    exercise = render_code(lesson.solution, lesson.texts[locale].code_comments,
+                           lesson.texts[locale].exercise.todo_comment, answer=False)
+    return json.dumps(data, ensure_ascii=False) + "\n" + exercise
+
+
+def scan_files(files: dict[str, bytes], prints: list[Fingerprint], label: str) -> list[str]:
+    """Every leak found in a set of files, as readable lines."""
+    found = []
+    for name, data in sorted(files.items()):
+        for where, haystack in _views(name, data):
+            for fp in prints:
+                if fp.text in haystack:
+                    found.append(f"{label}/{where}: contains answer-only material from {fp.source}")
+                    break
+    return found
+
+
+def scan_zip(data: bytes, prints: list[Fingerprint], label: str) -> list[str]:
+    """Entry names, the archive comment and every entry's contents."""
+    with zipfile.ZipFile(io.BytesIO(data)) as archive:
+        files = {info.filename: archive.read(info) for info in archive.infolist()}
+        meta = {"(zip comment)": archive.comment,
+                "(zip entry names)": "\n".join(files).encode(),
+                "(zip entry comments)": b"\n".join(i.comment for i in archive.infolist())}
+    return scan_files({**files, **meta}, prints, label)
+
+
+def _views(name: str, data: bytes) -> list[tuple[str, str]]:
+    text = data.decode("utf-8", "replace")
+    views = [(name, normalise(text))]
+    if name.endswith(".ipynb"):
+        try:
+            strings = "\n".join(_strings(json.loads(text)))
+        except ValueError:
+            strings = ""
+        views.append((name + " (decoded)", normalise(strings)))
+    return views
+
+
+def _strings(node) -> list[str]:
+    if isinstance(node, str):
+        return [node]
+    if isinstance(node, list):
+        return [s for item in node for s in _strings(item)]
+    if isinstance(node, dict):
+        return [s for key, value in node.items() for s in [key, *_strings(value)]]
+    return []

@@ -1,0 +1,248 @@
+"""Load and validate all content at once: every problem is collected, with file:line:col."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from generator.codegen import CodeMarkerError, SolutionSource, parse_solution
+from generator.errors import ProblemCollector
+from generator.model import Course, LessonSpec, LessonText, Locale
+from generator.yamlio import KeyPath, YamlDoc, dotted, load_yaml, read_text
+
+# Reasons the checker can give for a failing case; every lesson text must explain each one.
+CHECKER_REASONS = ("unwritten", "nan_dropped", "not_clamped", "negatives_flipped", "positives_zeroed",
+                   "inf_wrong", "wrong_value", "wrote_past_end")
+M = TypeVar("M", bound=BaseModel)
+
+
+@dataclass(frozen=True)
+class Lesson:
+    spec: LessonSpec
+    solution: SolutionSource
+    texts: dict[str, LessonText]
+    folder: Path
+
+
+@dataclass(frozen=True)
+class CourseContent:
+    root: Path
+    course: Course
+    locales: dict[str, Locale]
+    lessons: dict[str, Lesson]
+
+    @property
+    def published(self) -> list[Lesson]:
+        return [self.lessons[e.id] for e in self.course.lessons if e.status == "published"]
+
+
+def load_content(root: Path) -> CourseContent:
+    """Read everything under root; raise ContentError listing every problem found."""
+    root = root.resolve()
+    problems = ProblemCollector(root.parent)
+    course = _model(root / "course.yaml", Course, problems)
+    if course is None:
+        problems.raise_if_any()
+    assert course is not None  # for the type checker: raise_if_any raised otherwise
+    _check_course(course, root, problems)
+    locales = {code: loc for code in course.locales
+               if (loc := _model(_inside(root, Path("locales") / f"{code}.yaml", problems), Locale, problems))}
+    _check_locales(course, locales, root, problems)
+    lessons = {}
+    for entry in course.lessons:
+        if entry.status == "published":
+            lesson = _load_lesson(root, entry.id, course, problems)
+            if lesson is not None:
+                lessons[entry.id] = lesson
+    problems.raise_if_any()
+    return CourseContent(root, course, locales, lessons)
+
+
+def _inside(root: Path, relative: Path, problems: ProblemCollector) -> Path:
+    """root/relative, refusing paths that leave the content folder (through .. or a link)."""
+    path = root / relative
+    try:
+        path.resolve().relative_to(root)
+    except ValueError:
+        problems.add(path, f"leaves the content folder {root.name}/ (through '..' or a symbolic link)")
+        return root / "__outside__" / relative.name
+    return path
+
+
+def _model(path: Path, model: type[M], problems: ProblemCollector) -> M | None:
+    if "__outside__" in path.parts:
+        return None
+    doc = load_yaml(path, problems)
+    if doc is None:
+        return None
+    if not isinstance(doc.data, dict):
+        problems.add(path, "expected a mapping of keys at the top level", line=1, column=1)
+        return None
+    try:
+        return model.model_validate(doc.data)
+    except ValidationError as exc:
+        for error in exc.errors():
+            _report(doc, error, problems)
+        return None
+
+
+def _report(doc: YamlDoc, error: Any, problems: ProblemCollector) -> None:
+    keypath = _data_path(doc.data, error["loc"])
+    kind = error["type"]
+    if kind == "missing":
+        line, column = doc.position(keypath[:-1])
+        problems.add(doc.path, "missing", dotted(keypath + (error["loc"][-1],)), line, column)
+        return
+    if kind == "extra_forbidden":
+        line, column = doc.position(keypath, of_key=True)
+        problems.add(doc.path, "unknown key (check its spelling; see the source-language file)",
+                     dotted(keypath), line, column)
+        return
+    line, column = doc.position(keypath)
+    problems.add(doc.path, _explain(error), dotted(keypath), line, column)
+
+
+def _data_path(data: Any, loc: tuple[Any, ...]) -> KeyPath:
+    """The parts of a pydantic location that name real keys (unions add type names to it)."""
+    path: list[Any] = []
+    node = data
+    for part in loc:
+        if isinstance(node, dict) and isinstance(part, str) and part in node:
+            path.append(part)
+            node = node[part]
+        elif isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node):
+            path.append(part)
+            node = node[part]
+    return tuple(path)
+
+
+def _explain(error: Any) -> str:
+    kind, value = error["type"], error.get("input")
+    shown = f" (got {_short(value)})" if value is not None else " (got nothing)"
+    simple = {
+        "string_type": "expected text",
+        "int_parsing": "expected a whole number",
+        "int_type": "expected a whole number",
+        "bool_parsing": "expected true or false",
+        "list_type": "expected a list",
+        "dict_type": "expected a mapping of keys",
+        "model_type": "expected a mapping of keys",
+        "string_too_short": "expected non-empty text",
+        "literal_error": error["msg"].replace("Input should be", "expected"),
+    }
+    if kind in simple:
+        return simple[kind] + shown
+    return error["msg"].replace("Input should", "expected to").replace("String should", "expected text to") + shown
+
+
+def _short(value: Any) -> str:
+    text = repr(value) if not isinstance(value, str) else f"'{value}'"
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _check_course(course: Course, root: Path, problems: ProblemCollector) -> None:
+    path = root / "course.yaml"
+    if course.source_locale not in course.locales:
+        problems.add(path, f"source_locale {course.source_locale} is not in locales", "source_locale")
+    for key, values in (("locales", course.locales), ("lessons", [e.id for e in course.lessons])):
+        seen = set()
+        for value in values:
+            if value in seen:
+                problems.add(path, f"'{value}' is listed twice", key)
+            seen.add(value)
+
+
+def _check_locales(course: Course, locales: dict[str, Locale], root: Path, problems: ProblemCollector) -> None:
+    source = locales.get(course.source_locale)
+    ids = {e.id for e in course.lessons}
+    for code, locale in locales.items():
+        path = root / "locales" / f"{code}.yaml"
+        _same_keys(path, "lesson_titles", set(locale.lesson_titles), ids, "the course's lessons", problems)
+        if source is not None and code != course.source_locale:
+            _same_keys(path, "checker", set(locale.checker), set(source.checker),
+                       f"the {course.source_locale} source", problems)
+            _same_keys(path, "pack.file_descriptions", set(locale.pack.file_descriptions),
+                       set(source.pack.file_descriptions), f"the {course.source_locale} source", problems)
+
+
+def _same_keys(path: Path, where: str, have: set[str], want: set[str], what: str, problems: ProblemCollector) -> None:
+    for key in sorted(want - have):
+        problems.add(path, f"missing (required by {what})", f"{where}.{key}")
+    for key in sorted(have - want):
+        problems.add(path, f"unknown key (not in {what})", f"{where}.{key}")
+
+
+def _load_lesson(root: Path, lesson_id: str, course: Course, problems: ProblemCollector) -> Lesson | None:
+    folder = _inside(root, Path("lessons") / lesson_id, problems)
+    if "__outside__" in folder.parts:
+        return None
+    if not folder.is_dir():
+        problems.add(root / "course.yaml", f"published lesson has no folder lessons/{lesson_id}/", "lessons")
+        return None
+    spec = _model(_inside(root, Path("lessons") / lesson_id / "lesson.yaml", problems), LessonSpec, problems)
+    solution = None
+    if spec is not None:
+        spec_path = folder / "lesson.yaml"
+        if spec.id != lesson_id:
+            problems.add(spec_path, f"id '{spec.id}' does not match its folder '{lesson_id}'", "id")
+        _check_checks(spec, spec_path, problems)
+        solution = _load_solution(root, folder, spec, problems)
+    texts = {}
+    for code in course.locales:
+        text = _model(_inside(root, Path("lessons") / lesson_id / f"text.{code}.yaml", problems), LessonText, problems)
+        if text is not None and spec is not None:
+            _check_text(text, spec, solution, folder / f"text.{code}.yaml", problems)
+        texts[code] = text
+    if spec is None or solution is None or None in texts.values():
+        return None
+    return Lesson(spec, solution, texts, folder)
+
+
+def _load_solution(root: Path, folder: Path, spec: LessonSpec, problems: ProblemCollector) -> SolutionSource | None:
+    path = _inside(root, folder.relative_to(root) / spec.solution, problems)
+    if "__outside__" in path.parts:
+        return None
+    text = read_text(path, problems)
+    if text is None:
+        return None
+    try:
+        return parse_solution(text)
+    except CodeMarkerError as exc:
+        problems.add(path, str(exc), line=exc.line, column=exc.column)
+        return None
+
+
+def _check_checks(spec: LessonSpec, path: Path, problems: ProblemCollector) -> None:
+    ids = [case.id for case in spec.checks.cases]
+    for index, case in enumerate(spec.checks.cases):
+        if case.size is None and not case.values:
+            problems.add(path, "a case needs 'size' or 'values'", f"checks.cases.{index}")
+        for value in case.values or []:
+            try:
+                float(value)
+            except ValueError:
+                problems.add(path, f"'{value}' is not a number (nan, inf, -inf and -0.0 are allowed)",
+                             f"checks.cases.{index}.values")
+    if len(set(ids)) != len(ids):
+        problems.add(path, "case ids must be unique", "checks.cases")
+    for index, mistake in enumerate(spec.checks.mistakes):
+        named = mistake.fails if isinstance(mistake.fails, list) else mistake.fails.all_except
+        for case_id in named:
+            if case_id not in ids:
+                problems.add(path, f"unknown case '{case_id}'", f"checks.mistakes.{index}.fails")
+
+
+def _check_text(text: LessonText, spec: LessonSpec, solution: SolutionSource | None, path: Path,
+                problems: ProblemCollector) -> None:
+    _same_keys(path, "figures", set(text.figures), set(spec.figures), "lesson.yaml", problems)
+    _same_keys(path, "questions", set(text.questions), set(spec.questions), "lesson.yaml", problems)
+    _same_keys(path, "checker.cases", set(text.checker.cases), {c.id for c in spec.checks.cases},
+               "lesson.yaml's cases", problems)
+    _same_keys(path, "checker.reasons", set(text.checker.reasons), set(CHECKER_REASONS),
+               "the checker's reasons", problems)
+    if solution is not None:
+        _same_keys(path, "code_comments", set(text.code_comments), set(solution.text_keys),
+                   f"the @text markers in {spec.solution}", problems)

@@ -1,0 +1,121 @@
+"""Parse the rendered lesson Markdown: check it, and split it into notebook cells.
+
+lesson.md and lesson.ipynb come from this one parse, so they cannot drift apart. Fenced code
+whose info string carries a role becomes a code cell: ``python exercise`` (also shown in
+lesson.md), ``python nb-setup`` and ``python nb-check`` (notebook only).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from markdown_it import MarkdownIt
+from markdown_it.token import Token
+
+CELL_ROLES = {"exercise": "exercise", "nb-setup": "setup", "nb-check": "check"}
+NOTEBOOK_ONLY = {"nb-setup", "nb-check"}
+EXTERNAL = re.compile(r"^(https?:|mailto:)")
+
+
+@dataclass(frozen=True)
+class Cell:
+    kind: str            # "markdown" or "code"
+    source: str
+    role: str = ""       # tag of a code cell
+
+
+class MarkdownProblem(ValueError):
+    pass
+
+
+def _parser() -> MarkdownIt:
+    return MarkdownIt("commonmark", {"html": False}).enable(["table", "strikethrough"])
+
+
+def _role(token: Token) -> str:
+    parts = token.info.split()
+    return parts[1] if len(parts) > 1 and parts[1] in CELL_ROLES else ""
+
+
+def check_markdown(text: str, pack_files: set[str], name: str) -> list[str]:
+    """Problems in the rendered Markdown: unclosed fences, unbalanced math, dead links."""
+    tokens = _parser().parse(text)
+    lines = text.splitlines()
+    problems: list[str] = []
+    anchors = {_slug(tokens[i + 1].content) for i, t in enumerate(tokens) if t.type == "heading_open"}
+    for token in tokens:
+        if token.type == "fence" and token.map:
+            closing = lines[token.map[1] - 1].strip() if token.map[1] - 1 < len(lines) else ""
+            if token.map[1] - token.map[0] < 2 or not closing.startswith(token.markup):
+                problems.append(f"{name}:{token.map[0] + 1}: code fence is never closed")
+            if token.info.strip() == "mermaid" and not token.content.strip():
+                problems.append(f"{name}:{token.map[0] + 1}: empty mermaid figure")
+        if token.type == "inline":
+            problems += _inline_problems(token, anchors, pack_files, name)
+    return problems
+
+
+def _inline_problems(token: Token, anchors: set[str], pack_files: set[str], name: str) -> list[str]:
+    line = token.map[0] + 1 if token.map else 0
+    problems = []
+    dollars = sum(len(re.findall(r"(?<!\\)\$", child.content)) for child in token.children or []
+                  if child.type == "text")
+    if dollars % 2:
+        problems.append(f"{name}:{line}: unbalanced $ math delimiters")
+    for child in token.children or []:
+        target = child.attrs.get("href") or child.attrs.get("src") if child.type in ("link_open", "image") else None
+        if not target or EXTERNAL.match(str(target)):
+            continue
+        target = str(target)
+        if target.startswith("#"):
+            if target[1:] not in anchors:
+                problems.append(f"{name}:{line}: link to a missing heading {target}")
+        elif target.split("#")[0] not in pack_files:
+            problems.append(f"{name}:{line}: link to a file not in the pack: {target}")
+    return problems
+
+
+def _slug(heading: str) -> str:
+    """GitHub's heading anchors: lower case, punctuation dropped, spaces to dashes."""
+    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+
+
+def split_cells(text: str) -> tuple[str, list[Cell]]:
+    """lesson.md (without notebook-only fences) and the notebook's cells, from one parse."""
+    lines = text.splitlines(keepends=True)
+    tokens = [t for t in _parser().parse(text) if t.level == 0 and t.map]
+    cells: list[Cell] = []
+    markdown_out: list[str] = []
+    pending: list[str] = []
+    cursor = 0
+
+    def flush() -> None:
+        source = "".join(pending).strip("\n")
+        if source:
+            cells.append(Cell("markdown", source))
+        pending.clear()
+
+    for token in tokens:
+        start, end = token.map
+        if token.type == "heading_open" and token.tag in ("h1", "h2"):
+            pending.extend(lines[cursor:start])
+            markdown_out.extend(lines[cursor:start])
+            cursor = start
+            flush()
+        if token.type == "fence" and _role(token):
+            before = lines[cursor:start]
+            pending.extend(before)
+            markdown_out.extend(before)
+            flush()
+            role = _role(token)
+            cells.append(Cell("code", token.content.rstrip("\n"), CELL_ROLES[role]))
+            if role not in NOTEBOOK_ONLY:
+                markdown_out.extend(["```python\n", *lines[start + 1:end - 1], "```\n"])
+            elif markdown_out and markdown_out[-1] == "\n" and end < len(lines) and lines[end] == "\n":
+                end += 1
+            cursor = end
+    pending.extend(lines[cursor:])
+    markdown_out.extend(lines[cursor:])
+    flush()
+    return "".join(markdown_out), cells

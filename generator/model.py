@@ -1,0 +1,208 @@
+"""Typed content models. Unknown keys are errors (a typo must not be silently ignored)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+
+Ident = Annotated[str, StringConstraints(pattern=r"^[a-z][a-z0-9_]*$", max_length=64)]
+LocaleCode = Annotated[str, StringConstraints(pattern=r"^[a-z]{2,3}(-[A-Za-z0-9]{2,8})*$")]
+Text = Annotated[str, StringConstraints(min_length=1)]
+FileName = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$", max_length=64)]
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, str_strip_whitespace=False)
+
+
+# ---- content/course.yaml -------------------------------------------------------------------
+
+class LessonEntry(Strict):
+    id: Ident
+    number: int = Field(ge=1, le=999)
+    status: Literal["published", "planned"]
+
+
+class Course(Strict):
+    id: Ident
+    source_locale: LocaleCode
+    locales: list[LocaleCode] = Field(min_length=1)
+    lessons: list[LessonEntry] = Field(min_length=1)
+
+
+# ---- content/locales/<locale>.yaml -----------------------------------------------------------
+
+class Headings(Strict):
+    goal: Text
+    pass_criteria: Text
+    prerequisites: Text
+    model: Text
+    model_what: Text
+    model_how: Text
+    model_correctness: Text
+    model_performance: Text
+    demo: Text
+    exercise: Text
+    check_method: Text
+    submit: Text
+    questions: Text
+    your_answer: Text
+    reference_answer: Text
+    rubric: Text
+    hints: Text
+    solution: Text
+    verification: Text
+    references: Text
+    navigation: Text
+
+
+class PackTexts(Strict):
+    edition_exercise: Text
+    edition_answer: Text
+    readme_intro: Text
+    readme_setup: Text
+    readme_check: Text
+    readme_no_gpu: Text
+    readme_submit: Text
+    readme_files: Text
+    file_descriptions: dict[str, Text]
+    not_verified: Text
+    verified_on: Text
+    previous: Text
+    next: Text
+    planned_lesson: Text
+    other_pack: Text
+    hint_level: Text
+    hint_level_names: list[Text] = Field(min_length=4, max_length=4)
+    hint_answer_only: Text
+    notebook_setup: Text
+    notebook_check: Text
+    notebook_gpu: Text
+    notebook_interpreter: Text
+
+
+class Locale(Strict):
+    language: Text
+    course_title: Text
+    lesson_heading: Text
+    lesson_titles: dict[Ident, Text]
+    headings: Headings
+    pack: PackTexts
+    checker: dict[Ident, Text]
+
+
+# ---- content/lessons/<id>/lesson.yaml (locale-neutral) ----------------------------------------
+
+class Case(Strict):
+    id: Ident
+    group: Literal["normal", "boundary"]
+    dtype: Literal["float32", "float16", "bfloat16"] = "float32"
+    size: int | None = Field(default=None, ge=0, le=1 << 30)
+    values: list[str] | None = None
+    gpu_only: bool = False
+
+
+class FailsExcept(Strict):
+    all_except: list[Ident]
+
+
+class Mistake(Strict):
+    id: Ident
+    fill: Text
+    fails: list[Ident] | FailsExcept
+
+
+class Checks(Strict):
+    block: int = Field(ge=1)
+    timeout_s: int = Field(default=120, ge=1)
+    cases: list[Case] = Field(min_length=1)
+    mistakes: list[Mistake] = []
+
+
+class Rubric(Strict):
+    normal: int
+    boundary: int
+    explanation: int
+    per_question: int
+    pass_total: int
+
+
+class LessonSpec(Strict):
+    id: Ident
+    kernel_file: FileName
+    solution: FileName
+    entry: Ident
+    kernel: Ident
+    figures: list[Ident] = []
+    questions: list[Ident] = Field(min_length=1)
+    checks: Checks
+    rubric: Rubric
+
+
+# ---- content/lessons/<id>/text.<locale>.yaml --------------------------------------------------
+
+class Figure(Strict):
+    mermaid: Text
+    caption: Text
+
+
+class Question(Strict):
+    prompt: Text
+    answer: Text
+
+
+class ModelSection(Strict):
+    what: Text
+    how_intro: Text
+    how_steps: Text
+    correctness: Text
+    performance: Text
+
+
+class ExerciseText(Strict):
+    task: Text
+    rules: Text
+    todo_comment: Text
+
+
+class RubricText(Strict):
+    code: Text
+    questions: Text
+    pass_rule: Text
+    veto: list[Text] = Field(min_length=1)
+
+
+class Reference(Strict):
+    title: Text
+    url: Text
+
+
+class CheckerText(Strict):
+    title: Text
+    cases: dict[Ident, Text]
+    reasons: dict[Ident, Text]
+
+
+class LessonText(Strict):
+    edition_note_exercise: Text
+    edition_note_answer: Text
+    goal: Text
+    pass_criteria: list[Text] = Field(min_length=1)
+    prerequisites: Text
+    role: Text
+    model: ModelSection
+    figures: dict[Ident, Figure]
+    demo: Text
+    recap: Text
+    exercise: ExerciseText
+    code_comments: dict[Ident, Text]
+    check_method: Text
+    submit: Text
+    questions: dict[Ident, Question]
+    rubric: RubricText
+    hints: list[Text] = Field(min_length=4, max_length=4)
+    solution_note: Text
+    references: list[Reference]
+    references_note: Text
+    checker: CheckerText

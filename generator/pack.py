@@ -1,0 +1,51 @@
+"""A pack in memory: relative file names mapped to bytes, plus what it is."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from typing import Literal
+
+Edition = Literal["exercise", "answer"]
+EDITIONS: tuple[Edition, ...] = ("exercise", "answer")
+# Files written after verification: they never take part in it.
+FINAL_FILES = ("README.md", "manifest.json", "verification.json")
+
+
+@dataclass
+class Pack:
+    lesson_id: str
+    locale: str
+    edition: Edition
+    files: dict[str, bytes] = field(default_factory=dict)
+
+    @property
+    def name(self) -> str:
+        return f"{self.lesson_id}-{self.locale}-{self.edition}"
+
+    def verified_files(self) -> dict[str, bytes]:
+        return {name: data for name, data in self.files.items() if name not in FINAL_FILES}
+
+    def content_hash(self) -> str:
+        """Hash of every file that verification runs on."""
+        digest = hashlib.sha256()
+        for name, data in sorted(self.verified_files().items()):
+            digest.update(name.encode() + b"\0" + hashlib.sha256(data).digest())
+        return digest.hexdigest()
+
+
+def manifest(pack: Pack, verification: dict | None) -> bytes:
+    """sha256 of every file, and how (or whether) the pack was verified."""
+    entries = {name: hashlib.sha256(data).hexdigest()
+               for name, data in sorted(pack.files.items()) if name != "manifest.json"}
+    body = {
+        "pack": pack.name,
+        "lesson": pack.lesson_id,
+        "locale": pack.locale,
+        "edition": pack.edition,
+        "verified": verification is not None,
+        "verification": verification or "NOT VERIFIED: built with --no-verify",
+        "files": entries,
+    }
+    return (json.dumps(body, ensure_ascii=False, indent=1, sort_keys=True) + "\n").encode()

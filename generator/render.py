@@ -1,0 +1,188 @@
+"""Render one lesson model into packs: the same path for both editions, switched by `answer`."""
+
+from __future__ import annotations
+
+import json
+import pprint
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+import jinja2
+
+from generator.codegen import BLANK, render_code
+from generator.errors import CoursepackError
+from generator.loader import CourseContent, Lesson
+from generator.markdown import check_markdown, split_cells
+from generator.model import LessonText, Locale
+from generator.notebook import build_notebook
+from generator.pack import Edition, Pack, manifest
+
+RUNTIME = Path(__file__).parent / "checker" / "runtime.py"
+DATA_LINE = "LESSON = {}  # coursepack:data"
+MIN_TORCH, MIN_TRITON = "2.11", "3.6"
+
+
+class RenderError(CoursepackError):
+    pass
+
+
+def jinja_env(templates: Path) -> jinja2.Environment:
+    """The one template environment: strict, explicit loader, predictable whitespace."""
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(templates)),
+        undefined=jinja2.StrictUndefined,
+        keep_trailing_newline=True,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        autoescape=jinja2.select_autoescape(["html", "htm", "xml"]),
+        # YAML block scalars end in a newline; the templates decide the spacing themselves.
+        finalize=lambda value: value.strip("\n") if isinstance(value, str) else value,
+    )
+    env.filters["pyrepr"] = lambda value: json.dumps(value, ensure_ascii=False)
+    return env
+
+
+@dataclass(frozen=True)
+class LessonContext:
+    """What every file of one lesson x locale x edition is rendered from."""
+
+    content: CourseContent
+    lesson: Lesson
+    locale: str
+    edition: Edition
+
+    @property
+    def answer(self) -> bool:
+        return self.edition == "answer"
+
+    @property
+    def ui(self) -> Locale:
+        return self.content.locales[self.locale]
+
+    @property
+    def text(self) -> LessonText:
+        return self.lesson.texts[self.locale]
+
+    @property
+    def number(self) -> int:
+        return next(e.number for e in self.content.course.lessons if e.id == self.lesson.spec.id)
+
+    @property
+    def heading(self) -> str:
+        return self.ui.lesson_heading.format(number=self.number, title=self.ui.lesson_titles[self.lesson.spec.id])
+
+    @property
+    def edition_name(self) -> str:
+        return self.ui.pack.edition_answer if self.answer else self.ui.pack.edition_exercise
+
+    def code(self, fill: str | None = None, answer: bool | None = None) -> str:
+        return render_code(self.lesson.solution, self.text.code_comments, self.text.exercise.todo_comment,
+                           self.answer if answer is None else answer, fill)
+
+    @property
+    def hints(self) -> list[str]:
+        return list(self.text.hints if self.answer else self.text.hints[:3])
+
+
+def render_pack(ctx: LessonContext, env: jinja2.Environment) -> Pack:
+    """Every file of a pack except those written after verification (README, manifest)."""
+    spec = ctx.lesson.spec
+    pack = Pack(spec.id, ctx.locale, ctx.edition)
+    code = ctx.code()
+    document = env.get_template("pack/lesson.md.j2").render(_lesson_vars(ctx, env, code))
+    lesson_md, cells = split_cells(document)
+    pack.files[spec.kernel_file] = code.encode()
+    pack.files["lesson.md"] = lesson_md.encode()
+    pack.files["lesson.ipynb"] = build_notebook(cells, ctx.locale, ctx.heading)
+    pack.files["check.py"] = checker_source(ctx).encode()
+    pack.files["requirements.txt"] = env.get_template("pack/requirements.txt.j2").render(
+        heading=ctx.heading, min_torch=MIN_TORCH, min_triton=MIN_TRITON).encode()
+    problems = check_markdown(lesson_md, set(pack.files) | {"README.md", "manifest.json"}, f"{pack.name}/lesson.md")
+    if problems:
+        raise RenderError("\n".join(problems))
+    return pack
+
+
+def _lesson_vars(ctx: LessonContext, env: jinja2.Environment, code: str) -> dict:
+    ui, text, spec = ctx.ui, ctx.text, ctx.lesson.spec
+    setup = env.get_template("pack/setup_cell.py.j2").render(
+        note=ui.pack.notebook_setup, gpu_label=ui.pack.notebook_gpu, interpreter_label=ui.pack.notebook_interpreter)
+    check = env.get_template("pack/check_cell.py.j2").render(note=ui.pack.notebook_check, entry=spec.entry)
+    return {
+        "answer": ctx.answer, "ui": ui, "text": text, "heading": ctx.heading, "code": code,
+        "figures": [text.figures[f] for f in spec.figures],
+        "questions": [(q, text.questions[q]) for q in spec.questions],
+        "hints": ctx.hints, "nav": _navigation(ctx),
+        "setup_code": setup.strip(), "check_code": check.strip(),
+    }
+
+
+def _navigation(ctx: LessonContext) -> list[dict]:
+    entries = ctx.content.course.lessons
+    index = next(i for i, e in enumerate(entries) if e.id == ctx.lesson.spec.id)
+    links = []
+    for label, other in ((ctx.ui.pack.previous, index - 1), (ctx.ui.pack.next, index + 1)):
+        if 0 <= other < len(entries):
+            entry = entries[other]
+            heading = ctx.ui.lesson_heading.format(number=entry.number, title=ctx.ui.lesson_titles[entry.id])
+            note = (ctx.ui.pack.planned_lesson if entry.status == "planned" else
+                    ctx.ui.pack.other_pack.format(name=f"{entry.id}-{ctx.locale}-{ctx.edition}.zip"))
+            links.append({"label": label, "heading": heading, "note": note})
+    return links
+
+
+def checker_data(ctx: LessonContext) -> dict:
+    spec, text = ctx.lesson.spec, ctx.text
+    exercise_code = ctx.code(answer=False).splitlines()
+    blank_line = next(i for i, line in enumerate(exercise_code, 1) if BLANK in line.split("#")[0])
+    return {
+        "lesson": spec.id, "locale": ctx.locale, "edition": ctx.edition, "edition_name": ctx.edition_name,
+        "title": text.checker.title, "module": spec.kernel_file, "entry": spec.entry,
+        "timeout_s": spec.checks.timeout_s, "template": exercise_code, "blank_line": blank_line,
+        "cases": [case.model_dump(exclude_none=True) for case in spec.checks.cases],
+        "case_names": dict(text.checker.cases), "reasons": dict(text.checker.reasons),
+        "messages": dict(ctx.ui.checker), "hints": ctx.hints, "hint_names": list(ctx.ui.pack.hint_level_names),
+        "rubric": spec.rubric.model_dump(), "questions": list(spec.questions),
+    }
+
+
+def checker_source(ctx: LessonContext) -> str:
+    runtime = _runtime_source()
+    data = "LESSON = " + pprint.pformat(checker_data(ctx), width=110, sort_dicts=True)
+    return runtime.replace(DATA_LINE, data, 1)
+
+
+@lru_cache(maxsize=1)
+def _runtime_source() -> str:
+    source = RUNTIME.read_text(encoding="utf-8")
+    if source.count(DATA_LINE) != 1:
+        raise RenderError(f"{RUNTIME}: expected one line '{DATA_LINE}'")
+    return source
+
+
+def finalize_pack(ctx: LessonContext, env: jinja2.Environment, pack: Pack, verification: dict | None) -> Pack:
+    """Add README.md, the verification record (answer edition) and the manifest."""
+    ui, spec = ctx.ui, ctx.lesson.spec
+    files = dict(pack.files)
+    descriptions = dict(ui.pack.file_descriptions)
+    listed = ["README.md", "lesson.md", "lesson.ipynb", spec.kernel_file, "check.py", "requirements.txt",
+              "manifest.json"]
+    readme = env.get_template("pack/README.md.j2").render(
+        heading=ctx.heading, edition_name=ctx.edition_name, ui=ui, kernel_file=spec.kernel_file,
+        hint_levels=len(ctx.hints), verification=_readme_verification(verification),
+        files=[(name, descriptions.get(name, descriptions["kernel"])) for name in listed])
+    files["README.md"] = readme.encode()
+    if ctx.answer and verification is not None:
+        files["verification.json"] = (json.dumps(verification, ensure_ascii=False, indent=1, sort_keys=True) + "\n").encode()
+    final = Pack(pack.lesson_id, pack.locale, pack.edition, files)
+    public = None if verification is None else {k: v for k, v in verification.items() if k != "details"}
+    final.files["manifest.json"] = manifest(final, public)
+    return final
+
+
+def _readme_verification(verification: dict | None) -> dict | None:
+    if verification is None:
+        return None
+    return {"runner": verification["runner_label"], "device": verification["device"],
+            "torch": verification["torch"], "triton": verification["triton"], "date": verification["date"]}

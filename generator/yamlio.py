@@ -1,0 +1,130 @@
+"""Read YAML content files into plain data plus the position of every key and value.
+
+Every scalar stays text (YAML 1.2 composition, no implicit typing): a translator's answer
+`no` or `1e3` is never turned into a boolean or a number. Duplicate keys, tabs, syntax errors,
+non-UTF-8 bytes and oversized files become located problems instead of exceptions.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ruamel.yaml import YAML
+from ruamel.yaml.error import MarkedYAMLError, YAMLError
+from ruamel.yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
+
+from generator.errors import ProblemCollector
+
+MAX_CONTENT_BYTES = 1 << 20
+NULL_WORDS = {"", "~", "null", "Null", "NULL"}
+KeyPath = tuple[Any, ...]
+
+
+@dataclass
+class YamlDoc:
+    """A loaded YAML file: its data and where each piece of it stands."""
+
+    path: Path
+    data: Any
+    value_pos: dict[KeyPath, tuple[int, int]] = field(default_factory=dict)
+    key_pos: dict[KeyPath, tuple[int, int]] = field(default_factory=dict)
+
+    def position(self, keypath: KeyPath, of_key: bool = False) -> tuple[int, int]:
+        """Line and column (1-based) of the deepest known part of keypath."""
+        table = self.key_pos if of_key else self.value_pos
+        for end in range(len(keypath), -1, -1):
+            prefix = tuple(keypath[:end])
+            if of_key and prefix in self.key_pos:
+                return self.key_pos[prefix]
+            if prefix in self.value_pos:
+                return self.value_pos[prefix]
+        return table.get((), (1, 1))
+
+
+def read_text(path: Path, problems: ProblemCollector) -> str | None:
+    """The file's text, or None after recording why it cannot be read."""
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        problems.add(path, "file not found")
+        return None
+    except OSError as exc:
+        problems.add(path, f"cannot be read: {exc.strerror}")
+        return None
+    if len(raw) > MAX_CONTENT_BYTES:
+        problems.add(path, f"file is {len(raw):,} bytes; content files are limited to {MAX_CONTENT_BYTES:,}")
+        return None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw[: exc.start].count(b"\n") + 1
+        column = exc.start - (raw.rfind(b"\n", 0, exc.start) + 1) + 1
+        problems.add(path, f"not valid UTF-8 (byte 0x{raw[exc.start]:02x}); save the file as UTF-8",
+                     line=line, column=column)
+        return None
+    return text.removeprefix("\ufeff")
+
+
+def load_yaml(path: Path, problems: ProblemCollector) -> YamlDoc | None:
+    text = read_text(path, problems)
+    if text is None:
+        return None
+    try:
+        root = YAML(typ="rt", pure=True).compose(text)
+    except MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        what = " ".join(part for part in (exc.context, exc.problem) if part)
+        line, column = (mark.line + 1, mark.column + 1) if mark else (0, 0)
+        problems.add(path, f"YAML syntax: {what}", line=line, column=column)
+        return None
+    except YAMLError as exc:
+        problems.add(path, f"YAML syntax: {exc}")
+        return None
+    doc = YamlDoc(path, None)
+    if root is None:
+        problems.add(path, "the file is empty; expected a mapping of keys", line=1, column=1)
+        return None
+    doc.data = _convert(root, (), doc, problems)
+    return doc
+
+
+def _mark(node: Node) -> tuple[int, int]:
+    return node.start_mark.line + 1, node.start_mark.column + 1
+
+
+def _convert(node: Node, keypath: KeyPath, doc: YamlDoc, problems: ProblemCollector) -> Any:
+    doc.value_pos[keypath] = _mark(node)
+    if isinstance(node, ScalarNode):
+        if node.style is None and node.value in NULL_WORDS:
+            return None
+        return node.value
+    if isinstance(node, SequenceNode):
+        return [_convert(item, keypath + (i,), doc, problems) for i, item in enumerate(node.value)]
+    if isinstance(node, MappingNode):
+        result: dict[str, Any] = {}
+        for key_node, value_node in node.value:
+            if not isinstance(key_node, ScalarNode):
+                line, column = _mark(key_node)
+                problems.add(doc.path, "keys must be plain text", _dotted(keypath), line, column)
+                continue
+            key = key_node.value
+            child = keypath + (key,)
+            if key in result:
+                line, column = _mark(key_node)
+                first = doc.key_pos[child]
+                problems.add(doc.path, f"duplicate key (first defined at line {first[0]})",
+                             _dotted(child), line, column)
+                continue
+            doc.key_pos[child] = _mark(key_node)
+            result[key] = _convert(value_node, child, doc, problems)
+        return result
+    return None
+
+
+def _dotted(keypath: KeyPath) -> str:
+    return ".".join(str(part) for part in keypath)
+
+
+dotted = _dotted
