@@ -1,0 +1,51 @@
+# coursepack: `make packs` builds verified zips into build/dist; `make test` runs the tests.
+# Both set up what they need in .venv on first use. To use an existing Python environment instead
+# (an offline GPU machine, say), pass it: `make packs PYTHON=python3`.
+
+PYTHON ?=
+RUNNER ?= auto
+JOBS ?= 2
+ARGS ?=
+VENV := .venv
+
+ifeq ($(strip $(PYTHON)),)
+PY := $(VENV)/bin/python
+SETUP := $(VENV)/.installed
+else
+PY := $(PYTHON)
+SETUP :=
+endif
+
+export PYTHONPATH := $(CURDIR)$(if $(PYTHONPATH),:$(PYTHONPATH))
+
+.PHONY: packs verify test test-gpu golden bench clean distclean
+
+packs: $(SETUP)
+	$(PY) -m generator build --runner $(RUNNER) -j $(JOBS) $(ARGS)
+
+verify: $(SETUP)
+	$(PY) -m generator verify --runner $(RUNNER) -j $(JOBS) $(ARGS)
+
+test: $(SETUP)
+	$(PY) -m pytest -q $(ARGS)
+
+# GPU tests only (they skip, with the reason, where no CUDA GPU is visible).
+test-gpu: $(SETUP)
+	$(PY) -m pytest -q -m cuda $(ARGS)
+
+# Rewrite the golden pack trees in tests/golden/ after an intended change; review the diff.
+golden: $(SETUP)
+	$(PY) -m tests.golden_update
+
+$(VENV)/.installed: pyproject.toml requirements/lock.txt
+	python3 -m venv $(VENV)
+	$(VENV)/bin/python -m pip install -q --upgrade pip
+	$(VENV)/bin/python -m pip install -q -r requirements/lock.txt
+	$(VENV)/bin/python -m pip install -q --no-deps -e .
+	touch $@
+
+clean:
+	rm -rf build/dist build/dist.new build/dist.old build/work build/report.json build/report.md
+
+distclean:
+	rm -rf build $(VENV)

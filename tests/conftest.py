@@ -1,0 +1,88 @@
+"""Shared fixtures: copies of the real content, built packs, and a way to run check.py."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import shutil
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from generator.build import BuildOptions, build
+
+REPO = Path(__file__).resolve().parent.parent
+HAS_CUDA = False
+try:
+    import torch
+
+    HAS_CUDA = torch.cuda.is_available()
+except ImportError:  # pragma: no cover - torch is in the lock file
+    pass
+
+
+def pytest_collection_modifyitems(config, items):
+    skip = pytest.mark.skip(reason="needs a CUDA GPU; none is visible to torch here")
+    for item in items:
+        if "cuda" in item.keywords and not HAS_CUDA:
+            item.add_marker(skip)
+
+
+@pytest.fixture
+def content_copy(tmp_path: Path) -> Path:
+    """A private copy of content/ and templates/ that a test may break."""
+    shutil.copytree(REPO / "content", tmp_path / "content")
+    shutil.copytree(REPO / "templates", tmp_path / "templates")
+    return tmp_path
+
+
+def options_for(root: Path, **kw) -> BuildOptions:
+    return BuildOptions(content=root / "content", templates=root / "templates", out=root / "build", **kw)
+
+
+def unzip(path: Path, into: Path) -> Path:
+    with zipfile.ZipFile(path) as archive:
+        archive.extractall(into)
+    return into / path.stem
+
+
+@pytest.fixture(scope="session")
+def built(tmp_path_factory) -> Path:
+    """One verified build (Triton interpreter) shared by the end-to-end tests; returns build/."""
+    root = tmp_path_factory.mktemp("built")
+    shutil.copytree(REPO / "content", root / "content")
+    shutil.copytree(REPO / "templates", root / "templates")
+    build(options_for(root, runner="interpreter", jobs=2), progress=lambda _: None)
+    return root / "build"
+
+
+@pytest.fixture(scope="session")
+def packs(built: Path, tmp_path_factory) -> dict[str, Path]:
+    """Every built zip, unzipped, by pack name."""
+    into = tmp_path_factory.mktemp("unzipped")
+    return {z.stem: unzip(z, into) for z in sorted((built / "dist").glob("*.zip"))}
+
+
+def run_check(pack: Path, *args: str, timeout: float = 180) -> subprocess.CompletedProcess:
+    """Run a pack's check.py the way a student does."""
+    env = dict(os.environ)
+    env.pop("TRITON_INTERPRET", None)
+    return subprocess.run([sys.executable, "check.py", *args], cwd=pack, capture_output=True, text=True,
+                          timeout=timeout, env=env)
+
+
+def check_json(pack: Path, *args: str) -> dict:
+    result = run_check(pack, "--json", *args)
+    return json.loads(result.stdout)
+
+
+def filled(pack: Path, fill: str, tmp: Path, kernel: str = "relu.py") -> Path:
+    """The exercise kernel with the blank filled in, in a folder of its own."""
+    code = (pack / kernel).read_text(encoding="utf-8")
+    path = tmp / kernel
+    path.write_text(code.replace("______", fill, 1), encoding="utf-8")
+    return path

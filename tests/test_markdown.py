@@ -1,0 +1,50 @@
+from generator.markdown import check_markdown, split_cells
+
+DOC = """# Title
+
+Intro with $x$ math.
+
+## Exercise
+
+```python nb-setup
+import os
+```
+
+```python exercise
+def f():
+    return 1
+```
+
+Text after.
+
+```python nb-check
+check()
+```
+
+## End
+"""
+
+
+def test_split_gives_notebook_cells_and_lesson_md_from_one_parse():
+    lesson_md, cells = split_cells(DOC)
+    roles = [(c.kind, c.role) for c in cells]
+    assert roles == [("markdown", ""), ("markdown", ""), ("code", "setup"), ("code", "exercise"),
+                     ("markdown", ""), ("code", "check"), ("markdown", "")]
+    assert cells[3].source == "def f():\n    return 1"
+    assert "nb-setup" not in lesson_md and "check()" not in lesson_md and "import os" not in lesson_md
+    assert "```python\ndef f():\n    return 1\n```" in lesson_md
+
+
+def test_problems_found():
+    bad = "# T\n\nopen $math here\n\n[x](#nowhere) [y](missing.py) [z](https://ok.example)\n\n```python\nnever closed\n"
+    problems = check_markdown(bad, {"lesson.md"}, "lesson.md")
+    assert "lesson.md:3: unbalanced $ math delimiters" in problems
+    assert "lesson.md:5: link to a missing heading #nowhere" in problems
+    assert "lesson.md:5: link to a file not in the pack: missing.py" in problems
+    assert "lesson.md:7: code fence is never closed" in problems
+    assert len(problems) == 4
+
+
+def test_good_links_pass():
+    good = "# Top part\n\nSee [top](#top-part) and [file](check.py) and $a$ and $$b$$.\n"
+    assert check_markdown(good, {"check.py"}, "x.md") == []

@@ -1,0 +1,94 @@
+"""Rendering the real lesson: both editions from one path, valid notebooks, no leaks."""
+
+import json
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from generator.build import BuildOptions, render_all
+from generator.leaks import fingerprints, scan_files
+from generator.loader import load_content
+from generator.render import LessonContext, finalize_pack, jinja_env, render_pack
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="module")
+def rendered():
+    content = load_content(REPO / "content")
+    groups = render_all(content, BuildOptions())
+    return content, groups
+
+
+@pytest.mark.parametrize("locale", ["zh-CN", "en"])
+def test_editions(rendered, locale):
+    content, groups = rendered
+    lesson = content.lessons["lesson03_relu"]
+    exercise = groups[("lesson03_relu", locale)]["exercise"][1]
+    answer = groups[("lesson03_relu", locale)]["answer"][1]
+    assert set(exercise.files) == set(answer.files) == {"relu.py", "lesson.md", "lesson.ipynb", "check.py",
+                                                      "requirements.txt"}
+    assert b"______" in exercise.files["relu.py"] and b"______" not in answer.files["relu.py"]
+    assert lesson.solution.fill.encode() in answer.files["relu.py"]
+    text = lesson.texts[locale]
+    md_ex, md_ans = exercise.files["lesson.md"].decode(), answer.files["lesson.md"].decode()
+    for qid, q in text.questions.items():
+        assert q.answer.strip().splitlines()[0] in md_ans
+        assert q.prompt.strip().splitlines()[0] in md_ex
+    assert text.hints[3] in md_ans and text.hints[3] not in md_ex
+    assert scan_files(exercise.files, fingerprints(lesson, locale), exercise.name) == []
+    assert "numpy" in exercise.files["requirements.txt"].decode()
+
+
+@pytest.mark.parametrize("edition", ["exercise", "answer"])
+def test_notebook_is_valid_and_tagged(rendered, edition):
+    _, groups = rendered
+    pack = groups[("lesson03_relu", "en")][edition][1]
+    nb = nbformat.reads(pack.files["lesson.ipynb"].decode(), as_version=4)
+    nbformat.validate(nb)
+    tags = [c.metadata.get("tags", [""])[0] for c in nb.cells if c.cell_type == "code"]
+    assert tags == ["setup", "exercise", "check"]
+    exercise_cell = next(c for c in nb.cells if "exercise" in c.metadata.get("tags", []))
+    assert exercise_cell.source + "\n" == pack.files["relu.py"].decode()
+
+
+def test_navigation_names_planned_lessons(rendered):
+    _, groups = rendered
+    md = groups[("lesson03_relu", "en")]["exercise"][1].files["lesson.md"].decode()
+    assert "**Previous:** Lesson 2: Load/store and vector addition (not published yet)" in md
+    assert "**Next:** Lesson 4: 2-D grids, strides and a broadcast bias (not published yet)" in md
+
+
+def test_exercise_checker_holds_three_hints_answer_four(rendered):
+    content, groups = rendered
+    hint4 = content.lessons["lesson03_relu"].texts["en"].hints[3]
+    ex = checker_data(groups[("lesson03_relu", "en")]["exercise"][1].files["check.py"])
+    ans = checker_data(groups[("lesson03_relu", "en")]["answer"][1].files["check.py"])
+    assert ex["hints"] == ans["hints"][:3] and len(ex["hints"]) == 3
+    assert ans["hints"][3] == hint4
+
+
+def checker_data(source: bytes) -> dict:
+    import ast
+    tree = ast.parse(source)
+    node = next(n for n in tree.body if isinstance(n, ast.Assign) and n.targets[0].id == "LESSON")
+    return ast.literal_eval(node.value)
+
+
+def test_unverified_pack_says_so(rendered):
+    content, groups = rendered
+    ctx, pack = groups[("lesson03_relu", "en")]["answer"]
+    final = finalize_pack(ctx, jinja_env(REPO / "templates"), pack, None)
+    assert b"NOT VERIFIED" in final.files["README.md"]
+    manifest = json.loads(final.files["manifest.json"])
+    assert manifest["verified"] is False and "NOT VERIFIED" in manifest["verification"]
+    assert set(manifest["files"]) == set(final.files) - {"manifest.json"}
+
+
+def test_strict_templates_fail_on_missing_variables(tmp_path):
+    (tmp_path / "pack").mkdir()
+    (tmp_path / "pack" / "x.j2").write_text("{{ nothing_here }}")
+    import jinja2
+    with pytest.raises(jinja2.UndefinedError):
+        jinja_env(tmp_path).get_template("pack/x.j2").render()
