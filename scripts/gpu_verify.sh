@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# Verify every pack on an offline GPU machine that has python3 with torch and triton.
+# Optional: wheels for the rest (nbformat, nbclient, ipykernel, ruamel.yaml, pydantic and their
+# needs) in .whl/, made on a machine with network access by `scripts/fetch_wheels.sh`.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+if ls .whl/*.whl >/dev/null 2>&1; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/coursepack-site .whl/*.whl
+  export PYTHONPATH="/tmp/coursepack-site${PYTHONPATH:+:$PYTHONPATH}"
+fi
+make packs PYTHON=python3 RUNNER="${RUNNER:-cuda}" JOBS="${JOBS:-4}"
