@@ -130,8 +130,11 @@ def build(options: BuildOptions, progress: Progress = _stderr) -> BuildResult:
 
 def _verify_groups(groups, options: BuildOptions, out: Path, result: BuildResult, progress: Progress) -> dict:
     work = out / "work"
-    runner = V.make_runner(options.runner, options.python, options.runner_command, out / "triton-cache")
-    info = runner.probe(out)
+    probes = out / "cache" / "probe"
+    runner = V.make_runner(options.runner, options.python, options.runner_command, out / "triton-cache",
+                           probes / "auto.json")
+    info = runner.probe(out, probes / f"{runner.kind}.json")
+    runner.check_usable(info)
     progress(f"verify on {runner.label}: {info['device']} · torch {info['torch']} · triton {info['triton']}")
     cache = V.Cache(out / "cache" / "verify")
     entries = cache.index()

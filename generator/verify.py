@@ -93,17 +93,47 @@ class Runner:
             raise RunnerError(f"cannot start the {self.kind} runner ({command!r}): {exc}") from exc
         return RunResult(done.returncode, done.stdout, done.stderr, time.monotonic() - start)
 
-    def probe(self, cwd: Path) -> dict:
+    def probe(self, cwd: Path, cache: Path | None = None) -> dict:
+        """Versions and device of the runner; cached locally while torch and triton are unchanged."""
+        stamp = self._install_stamp() if cache is not None and self.kind != "command" else None
+        if stamp is not None:
+            try:
+                saved = json.loads(cache.read_text(encoding="utf-8"))
+                if saved.get("stamp") == stamp:
+                    return saved["info"]
+            except (OSError, ValueError):
+                pass
+        info = self._probe(cwd)
+        if stamp is not None:
+            cache.parent.mkdir(parents=True, exist_ok=True)
+            cache.write_text(json.dumps({"stamp": stamp, "info": info}), encoding="utf-8")
+        return info
+
+    def _install_stamp(self) -> str | None:
+        """Where torch and triton are installed and when they changed, without importing them."""
+        script = ("import importlib.util as u, os, sys; s = [u.find_spec(m) for m in ('torch', 'triton')];"
+                  "print(repr([sys.executable] + [(x.origin, os.path.getmtime(x.origin)) for x in s if x]))")
+        try:
+            done = subprocess.run([self.python, "-c", script], capture_output=True, text=True, timeout=60)
+        except (OSError, subprocess.TimeoutExpired):
+            return None
+        devices = sorted(p.name for p in Path("/dev").glob("nvidia*")) if Path("/dev").exists() else []
+        visible = os.environ.get("CUDA_VISIBLE_DEVICES", "<unset>")
+        return json.dumps([self.kind, done.stdout.strip(), devices, visible]) if done.returncode == 0 else None
+
+    def _probe(self, cwd: Path) -> dict:
         result = self.run(["-c", PROBE_SCRIPT], cwd, timeout=300)
         if result.returncode != 0:
             raise RunnerError(f"the {self.kind} runner cannot import torch and triton with {self.python}:\n"
                               + result.stderr.strip()[-800:])
         info = json.loads(result.stdout.strip().splitlines()[-1])
-        if self.kind == "cuda" and not info["cuda"]:
-            raise RunnerError("runner 'cuda' was chosen but torch sees no CUDA GPU (use --runner interpreter)")
         if self.kind == "interpreter":
             info["device"] = "CPU (Triton interpreter)"
         return info
+
+    def check_usable(self, info: dict) -> None:
+        if self.kind == "cuda" and not info["cuda"]:
+            raise RunnerError("runner 'cuda' was chosen but torch sees no CUDA GPU (use --runner interpreter)")
 
 
 def _text(value) -> str:
@@ -112,12 +142,12 @@ def _text(value) -> str:
     return value.decode("utf-8", "replace") if isinstance(value, bytes) else value
 
 
-def make_runner(kind: str, python: str | None, template: str | None, cache_dir: Path | None) -> Runner:
+def make_runner(kind: str, python: str | None, template: str | None, cache_dir: Path | None,
+                probe_cache: Path | None = None) -> Runner:
     python = python or sys.executable
     if kind == "auto":
-        probe = subprocess.run([python, "-c", "import torch; print(torch.cuda.is_available())"],
-                               capture_output=True, text=True)
-        kind = "cuda" if probe.stdout.strip() == "True" else "interpreter"
+        info = Runner("cuda", python).probe(Path.cwd(), probe_cache)
+        kind = "cuda" if info["cuda"] else "interpreter"
     if kind == "command" and not template:
         raise RunnerError("runner 'command' needs --runner-command, e.g. \"ssh gpu01 'cd {cwd} && {cmd}'\"")
     if kind not in ("cuda", "interpreter", "command"):
@@ -286,7 +316,7 @@ def disagreements(entries: list[dict], content_key: str) -> list[dict]:
         gs = {x["id"]: x["status"] for x in g[step]}
         cs = {x["id"]: x["status"] for x in c[step]}
         for case in sorted(set(gs) & set(cs)):
-            if gs[case] != cs[case]:
+            if gs[case] != cs[case] and "skip" not in (gs[case], cs[case]):
                 found.append({"step": step, "case": case, "gpu": gs[case], "interpreter": cs[case]})
     return found
 

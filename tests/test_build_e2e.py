@@ -1,0 +1,82 @@
+"""End to end: build verified packs in tmp_path, unzip them, run their checkers as a student would."""
+
+import json
+import shutil
+import zipfile
+
+import pytest
+
+from generator.build import build
+from generator.cli import main
+from tests.conftest import REPO, options_for, run_check
+
+pytestmark = pytest.mark.slow
+NAMES = {f"lesson03_relu-{loc}-{ed}.zip" for loc in ("zh-CN", "en") for ed in ("exercise", "answer")}
+
+
+def test_build_writes_every_zip_and_a_report(built):
+    assert {p.name for p in (built / "dist").iterdir()} == NAMES
+    report = json.loads((built / "report.json").read_text())
+    assert report["passed"] and report["verified"]
+    for record in report["verification"].values():
+        assert record["runner"] == "interpreter" and record["mistakes_caught"] == record["mistakes_declared"] == 5
+    assert "Triton interpreter" in (built / "report.md").read_text()
+
+
+def test_answer_pack_passes_and_exercise_asks_for_the_blank(packs):
+    for locale in ("zh-CN", "en"):
+        answer = run_check(packs[f"lesson03_relu-{locale}-answer"])
+        assert answer.returncode == 0, answer.stdout + answer.stderr
+        exercise = run_check(packs[f"lesson03_relu-{locale}-exercise"])
+        assert exercise.returncode == 2
+        assert "relu.py:16" in exercise.stdout and "______" in exercise.stdout
+        assert "Traceback" not in exercise.stdout + exercise.stderr
+
+
+def test_pack_contents(packs):
+    exercise, answer = packs["lesson03_relu-en-exercise"], packs["lesson03_relu-en-answer"]
+    assert {p.name for p in exercise.iterdir()} == {"README.md", "lesson.md", "lesson.ipynb", "relu.py",
+                                                   "check.py", "requirements.txt", "manifest.json"}
+    assert {p.name for p in answer.iterdir()} == {p.name for p in exercise.iterdir()} | {"verification.json"}
+    manifest = json.loads((exercise / "manifest.json").read_text())
+    assert manifest["verified"] is True and manifest["verification"]["runner"] == "interpreter"
+    assert "Verified on Triton interpreter on the CPU" in (exercise / "README.md").read_text()
+
+
+def test_second_build_is_byte_identical_and_cached(built, tmp_path):
+    first = {p.name: p.read_bytes() for p in (built / "dist").iterdir()}
+    root = built.parent
+    build(options_for(root, runner="interpreter"), progress=lambda _: None)
+    second = {p.name: p.read_bytes() for p in (built / "dist").iterdir()}
+    assert first == second
+    report = json.loads((built / "report.json").read_text())
+    assert all(report["cached"].values())
+
+
+def test_bad_content_changes_nothing_in_dist(built, capsys):
+    root = built.parent
+    before = {p.name: p.read_bytes() for p in (built / "dist").iterdir()}
+    text = root / "content" / "lessons" / "lesson03_relu" / "text.en.yaml"
+    good = text.read_text(encoding="utf-8")
+    try:
+        text.write_text(good.replace("  q1:\n    prompt:", "  q1:\n    prompt: [", 1), encoding="utf-8")
+        code = main(["build", "--content", str(root / "content"), "--templates", str(root / "templates"),
+                     "--out", str(built), "--runner", "interpreter"])
+    finally:
+        text.write_text(good, encoding="utf-8")
+    err = capsys.readouterr().err
+    assert code == 1
+    assert "content/lessons/lesson03_relu/text.en.yaml:" in err and "YAML syntax" in err
+    assert "Traceback" not in err
+    assert {p.name: p.read_bytes() for p in (built / "dist").iterdir()} == before
+
+
+def test_no_verify_build_says_not_verified(tmp_path):
+    shutil.copytree(REPO / "content", tmp_path / "content")
+    shutil.copytree(REPO / "templates", tmp_path / "templates")
+    build(options_for(tmp_path, verify=False), progress=lambda _: None)
+    with zipfile.ZipFile(tmp_path / "build" / "dist" / "lesson03_relu-en-answer.zip") as archive:
+        readme = archive.read("lesson03_relu-en-answer/README.md").decode()
+        manifest = json.loads(archive.read("lesson03_relu-en-answer/manifest.json"))
+    assert "NOT VERIFIED" in readme and manifest["verified"] is False
+    assert "NOT VERIFIED" in (tmp_path / "build" / "report.md").read_text()

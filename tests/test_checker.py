@@ -1,0 +1,161 @@
+"""Every message path of check.py, run as a subprocess the way a student runs it, in both languages."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from tests.conftest import check_json, filled, run_check
+
+pytestmark = pytest.mark.slow
+LOCALES = ["zh-CN", "en"]
+
+
+def exercise(packs, locale):
+    return packs[f"lesson03_relu-{locale}-exercise"]
+
+
+def texts(pack):
+    import ast
+    tree = ast.parse((pack / "check.py").read_text(encoding="utf-8"))
+    node = next(n for n in tree.body if isinstance(n, ast.Assign) and getattr(n.targets[0], "id", "") == "LESSON")
+    return ast.literal_eval(node.value)
+
+
+@pytest.mark.parametrize("locale", LOCALES)
+def test_where_fill_fails_special_values_with_the_reason(packs, locale, tmp_path):
+    pack = exercise(packs, locale)
+    result = run_check(pack, str(filled(pack, "tl.where(xv > 0.0, xv, 0.0)", tmp_path)))
+    data = texts(pack)
+    assert result.returncode == 1
+    assert data["reasons"]["nan_dropped"] in result.stdout
+    assert data["messages"]["interpreter_banner"].strip() in result.stdout
+    lines = [l for l in result.stdout.splitlines() if l.strip().startswith("FAIL")]
+    assert len(lines) == 2   # float32 and float16; bfloat16 is skipped in the interpreter
+    assert "2/3" in result.stdout
+
+
+@pytest.mark.parametrize("locale", LOCALES)
+def test_correct_fill_passes(packs, locale, tmp_path):
+    pack = exercise(packs, locale)
+    path = filled(pack, "tl.maximum(xv, 0.0, propagate_nan=tl.PropagateNan.ALL)", tmp_path)
+    result = run_check(pack, str(path))
+    assert result.returncode == 0, result.stdout
+    assert "3/3" in result.stdout
+
+
+def test_json_output(packs, tmp_path):
+    pack = exercise(packs, "en")
+    data = check_json(pack, str(filled(pack, "tl.abs(xv)", tmp_path)))
+    assert data["status"] == "fail" and data["fill"] == "tl.abs(xv)"
+    by_id = {c["id"]: c for c in data["cases"]}
+    assert by_id["seed"]["reason"] == "negatives_flipped" and by_id["seed"]["input"] == "-2.0"
+    assert by_id["empty"]["status"] == "pass" and by_id["random_bf16"]["status"] == "skip"
+    assert data["score"] == {"normal": 0, "boundary": 0}
+
+
+@pytest.mark.parametrize("locale", LOCALES)
+def test_syntax_error_is_located(packs, locale, tmp_path):
+    pack = exercise(packs, locale)
+    result = run_check(pack, str(filled(pack, "tl.maximum(xv, 0.0", tmp_path)))
+    assert result.returncode == 2
+    assert "relu.py:" in result.stdout and "Traceback" not in result.stdout + result.stderr
+    assert texts(pack)["messages"]["syntax_error"].split("{")[0] in result.stdout
+
+
+def test_import_error_is_located(packs, tmp_path):
+    pack = exercise(packs, "en")
+    path = filled(pack, "xv", tmp_path)
+    path.write_text(path.read_text().replace("import triton\n", "import triton\nimport no_such_module\n", 1))
+    result = run_check(pack, str(path))
+    assert result.returncode == 2
+    assert "could not be imported" in result.stdout and "No module named 'no_such_module'" in result.stdout
+    assert "relu.py:3" in result.stdout
+
+
+@pytest.mark.parametrize("locale", LOCALES)
+def test_hang_times_out_and_check_ends(packs, locale, tmp_path):
+    pack = exercise(packs, locale)
+    path = filled(pack, "xv", tmp_path)
+    path.write_text(path.read_text().replace("    out = torch.empty_like(x)\n",
+                                             "    while x.numel() == 5:\n        pass\n    out = torch.empty_like(x)\n", 1))
+    result = run_check(pack, str(path), "--timeout", "3")
+    assert result.returncode == 1
+    message = texts(pack)["messages"]["timed_out"].format(seconds=3.0)
+    assert message in result.stdout
+    assert "PASS" in result.stdout or "FAIL" in result.stdout   # the other cases still ran
+
+
+def test_crash_fails_that_case_only(packs, tmp_path):
+    pack = exercise(packs, "en")
+    path = filled(pack, "tl.maximum(xv, 0.0, propagate_nan=tl.PropagateNan.ALL)", tmp_path)
+    path.write_text(path.read_text().replace("    out = torch.empty_like(x)\n",
+                                             "    if x.numel() == 255:\n        import os; os.abort()\n"
+                                             "    out = torch.empty_like(x)\n", 1))
+    data = check_json(pack, str(path))
+    by_id = {c["id"]: c for c in data["cases"]}
+    assert by_id["tail_255"]["status"] == "crash" and by_id["tail_255"]["code"] == "SIGABRT"
+    assert by_id["tail_257"]["status"] == "pass"
+    assert data["edits_outside_blank"] == [22, 23]   # the two inserted lines
+
+
+def test_write_past_the_end_is_caught(packs, tmp_path):
+    pack = exercise(packs, "en")
+    path = filled(pack, "tl.maximum(xv, 0.0, propagate_nan=tl.PropagateNan.ALL)", tmp_path)
+    path.write_text(path.read_text().replace("propagate_nan=tl.PropagateNan.ALL), mask=mask)",
+                                             "propagate_nan=tl.PropagateNan.ALL))", 1))
+    result = run_check(pack, str(path))
+    assert result.returncode == 1
+    assert "a write landed at element 5 of an output of 5 elements" in result.stdout
+    assert "lines changed outside the blank: 16" in result.stdout
+
+
+def test_notebook_path_checks_the_exercise_cell(packs):
+    pack = exercise(packs, "en")
+    result = run_check(pack, "lesson.ipynb")
+    assert result.returncode == 2
+    assert "lesson.ipynb, cell" in result.stdout and "fill in the blank" in result.stdout
+    answer = packs["lesson03_relu-en-answer"]
+    assert run_check(answer, "lesson.ipynb").returncode == 0
+
+
+@pytest.mark.parametrize("locale", LOCALES)
+def test_hints(packs, locale):
+    ex, ans = exercise(packs, locale), packs[f"lesson03_relu-{locale}-answer"]
+    data = texts(ans)
+    for level in (1, 2, 3):
+        result = run_check(ex, "--hint", str(level))
+        assert result.returncode == 0 and data["hints"][level - 1] in result.stdout
+    locked = run_check(ex, "--hint", "4")
+    assert locked.returncode == 2 and data["hints"][3] not in locked.stdout
+    assert data["hints"][3] in run_check(ans, "--hint", "4").stdout
+
+
+@pytest.mark.parametrize("locale", LOCALES)
+def test_submission_report(packs, locale, tmp_path):
+    pack = exercise(packs, locale)
+    messages = texts(pack)["messages"]
+    report = tmp_path / "submission.md"
+    run_check(pack, str(filled(pack, "tl.where(xv > 0.0, xv, 0.0)", tmp_path)), "--report", str(report))
+    text = report.read_text(encoding="utf-8")
+    assert messages["report_interpreter"] in text and "tl.where(xv > 0.0, xv, 0.0)" in text
+    assert text.count(messages["report_explain_here"]) == 2
+    static = tmp_path / "static.md"
+    run_check(pack, "--report", str(static))      # the untouched blank: nothing ran
+    assert messages["report_static"] in static.read_text(encoding="utf-8")
+    assert messages["report_gpu"].split("{")[0] not in static.read_text(encoding="utf-8")
+
+
+def test_bench_without_gpu_says_so(packs):
+    result = run_check(packs["lesson03_relu-en-answer"], "--bench")
+    assert result.returncode == 2 and "needs a CUDA GPU" in result.stdout
+
+
+def test_interpreter_full_run_is_fast(packs):
+    """Not a timing assertion: prints the figure for the closing note."""
+    import time
+    start = time.monotonic()
+    assert run_check(packs["lesson03_relu-en-answer"]).returncode == 0
+    print(f"full interpreter run: {time.monotonic() - start:.1f} s")
