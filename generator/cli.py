@@ -26,8 +26,9 @@ def _runner_args(parser: argparse.ArgumentParser) -> None:
                         help="where verification runs (default: auto = cuda if a GPU is visible, else interpreter)")
     parser.add_argument("--python", help="Python interpreter with torch and triton used to run packs "
                                          "(default: the one running coursepack)")
-    parser.add_argument("--runner-command", help="for --runner command: a template with {cwd} and {cmd}, "
-                                                 "e.g. \"ssh gpu01 'cd {cwd} && {cmd}'\"")
+    parser.add_argument("--runner-command", help="for --runner command: a template with {cwd} and {cmd} or "
+                                                 "{shell_cmd}, e.g. 'ssh gpu01 {shell_cmd}' or "
+                                                 "'srun --gres=gpu:1 --chdir {cwd} {cmd}'")
     parser.add_argument("-j", "--jobs", type=int, default=2, help="verification steps run at once (default: 2)")
     parser.add_argument("--no-notebook", action="store_true",
                         help="skip executing the answer notebook (needs nbclient and ipykernel on the runner)")

@@ -81,7 +81,7 @@ class Runner:
             env["CUDA_VISIBLE_DEVICES"] = ""
         shell = False
         if self.kind == "command":
-            command = self.template.format(cwd=shlex.quote(str(cwd)), cmd=shlex.join(command))
+            command = expand_template(self.template, cwd, command)
             shell = True
         start = time.monotonic()
         try:
@@ -136,6 +136,14 @@ class Runner:
             raise RunnerError("runner 'cuda' was chosen but torch sees no CUDA GPU (use --runner interpreter)")
 
 
+def expand_template(template: str, cwd: Path, command: list[str]) -> str:
+    """{cwd}: the folder; {cmd}: the command, for a local shell (srun, docker);
+    {shell_cmd}: 'cd FOLDER && COMMAND' as one quoted word, for a remote shell (ssh HOST {shell_cmd})."""
+    folder = shlex.quote(str(cwd))
+    return template.format(cwd=folder, cmd=shlex.join(command),
+                           shell_cmd=shlex.quote(f"cd {folder} && {shlex.join(command)}"))
+
+
 def _text(value) -> str:
     if value is None:
         return ""
@@ -144,12 +152,13 @@ def _text(value) -> str:
 
 def make_runner(kind: str, python: str | None, template: str | None, cache_dir: Path | None,
                 probe_cache: Path | None = None) -> Runner:
-    python = python or sys.executable
+    python = python or ("python3" if kind == "command" else sys.executable)
     if kind == "auto":
         info = Runner("cuda", python).probe(Path.cwd(), probe_cache)
         kind = "cuda" if info["cuda"] else "interpreter"
     if kind == "command" and not template:
-        raise RunnerError("runner 'command' needs --runner-command, e.g. \"ssh gpu01 'cd {cwd} && {cmd}'\"")
+        raise RunnerError("runner 'command' needs --runner-command, e.g. 'ssh gpu01 {shell_cmd}' "
+                          "or 'srun --gres=gpu:1 --chdir {cwd} {cmd}'")
     if kind not in ("cuda", "interpreter", "command"):
         raise RunnerError(f"unknown runner '{kind}' (expected auto, cuda, interpreter or command)")
     return Runner(kind, python, template or "", cache_dir=cache_dir)
@@ -260,6 +269,7 @@ def record(runner: Runner, info: dict, steps: list[Step], seconds: float) -> dic
     answer = next(s for s in steps if s.name == "answer")
     return {
         "runner": runner.kind, "runner_label": runner.label, "device": info["device"],
+        "gpu": bool(info["cuda"]) and runner.kind != "interpreter",
         "torch": info["torch"], "triton": info["triton"], "python": info["python"],
         "date": _dt.date.today().isoformat(), "seconds": round(seconds, 1),
         "passed": all(s.ok for s in steps),
@@ -306,8 +316,8 @@ class Cache:
 def disagreements(entries: list[dict], content_key: str) -> list[dict]:
     """Cases whose status differs between a GPU run and an interpreter run of the same packs."""
     same = [e for e in entries if e.get("content_key") == content_key]
-    gpu = [e for e in same if e["record"]["runner"] in ("cuda", "command")]
-    cpu = [e for e in same if e["record"]["runner"] == "interpreter"]
+    gpu = [e for e in same if e["record"].get("gpu")]
+    cpu = [e for e in same if not e["record"].get("gpu")]
     if not gpu or not cpu:
         return []
     found = []

@@ -80,3 +80,15 @@ def test_no_verify_build_says_not_verified(tmp_path):
         manifest = json.loads(archive.read("lesson03_relu-en-answer/manifest.json"))
     assert "NOT VERIFIED" in readme and manifest["verified"] is False
     assert "NOT VERIFIED" in (tmp_path / "build" / "report.md").read_text()
+
+
+def test_command_runner_runs_the_gate_through_a_shell_template(tmp_path):
+    import sys
+    shutil.copytree(REPO / "content", tmp_path / "content")
+    shutil.copytree(REPO / "templates", tmp_path / "templates")
+    options = options_for(tmp_path, runner="command", runner_command="sh -c {shell_cmd}",
+                          python=sys.executable, notebook=False, locales=("en",))
+    result = build(options, progress=lambda _: None)
+    record = result.verification["lesson03_relu/en"]
+    assert record["runner"] == "command" and record["passed"]
+    assert record["mistakes_caught"] == 5

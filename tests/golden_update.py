@@ -1,0 +1,42 @@
+"""Rewrite tests/golden/ from the current content and templates: `make golden`.
+
+The golden trees are the unverified packs (README, manifest and all), so they change only when
+content, templates or the checker change. Review `git diff tests/golden` before committing.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from generator.build import BuildOptions, render_all
+from generator.loader import load_content
+from generator.render import finalize_pack, jinja_env
+
+GOLDEN = Path(__file__).resolve().parent / "golden"
+
+
+def current_packs() -> dict[str, dict[str, bytes]]:
+    options = BuildOptions()
+    env = jinja_env(options.templates)
+    packs = {}
+    for editions in render_all(load_content(options.content), options).values():
+        for ctx, pack in editions.values():
+            final = finalize_pack(ctx, env, pack, None)
+            packs[final.name] = final.files
+    return packs
+
+
+def main() -> None:
+    if GOLDEN.exists():
+        shutil.rmtree(GOLDEN)
+    for name, files in current_packs().items():
+        for file, data in files.items():
+            path = GOLDEN / name / file
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(data)
+    print(f"rewrote {GOLDEN}; review with: git diff --stat tests/golden")
+
+
+if __name__ == "__main__":
+    main()
