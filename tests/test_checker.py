@@ -88,8 +88,9 @@ def test_hang_times_out_and_check_ends(packs, locale, tmp_path):
     assert "PASS" in result.stdout or "FAIL" in result.stdout   # the other cases still ran
 
 
-def test_crash_fails_that_case_only(packs, tmp_path):
-    pack = exercise(packs, "en")
+@pytest.mark.parametrize("locale", LOCALES)
+def test_crash_fails_that_case_only(packs, locale, tmp_path):
+    pack = exercise(packs, locale)
     path = filled(pack, "tl.maximum(xv, 0.0, propagate_nan=tl.PropagateNan.ALL)", tmp_path)
     path.write_text(path.read_text().replace("    out = torch.empty_like(x)\n",
                                              "    if x.numel() == 255:\n        import os; os.abort()\n"
@@ -101,15 +102,29 @@ def test_crash_fails_that_case_only(packs, tmp_path):
     assert data["edits_outside_blank"] == [22, 23]   # the two inserted lines
 
 
-def test_write_past_the_end_is_caught(packs, tmp_path):
-    pack = exercise(packs, "en")
+@pytest.mark.parametrize("locale", LOCALES)
+def test_write_past_the_end_is_caught(packs, locale, tmp_path):
+    pack = exercise(packs, locale)
+    messages = texts(pack)["messages"]
     path = filled(pack, "tl.maximum(xv, 0.0, propagate_nan=tl.PropagateNan.ALL)", tmp_path)
     path.write_text(path.read_text().replace("propagate_nan=tl.PropagateNan.ALL), mask=mask)",
                                              "propagate_nan=tl.PropagateNan.ALL))", 1))
     result = run_check(pack, str(path))
     assert result.returncode == 1
-    assert "a write landed at element 5 of an output of 5 elements" in result.stdout
-    assert "lines changed outside the blank: 16" in result.stdout
+    assert messages["wrote_past_end_detail"].format(index=5, n=5) in result.stdout
+    assert messages["edits_outside"].format(lines="16").split("{")[0][:20] in result.stdout
+    assert texts(pack)["reasons"]["wrote_past_end"] in result.stdout
+
+
+def test_version_warning_when_the_student_versions_differ(packs, tmp_path):
+    import shutil
+    pack = tmp_path / "pack"
+    shutil.copytree(packs["lesson03_relu-en-answer"], pack)
+    manifest = json.loads((pack / "manifest.json").read_text())
+    manifest["verification"]["torch"] = "9.9.9"
+    (pack / "manifest.json").write_text(json.dumps(manifest))
+    result = run_check(pack)
+    assert "verified with torch 9.9.9" in result.stdout and result.returncode == 0
 
 
 def test_notebook_path_checks_the_exercise_cell(packs):
@@ -119,6 +134,24 @@ def test_notebook_path_checks_the_exercise_cell(packs):
     assert "lesson.ipynb, cell" in result.stdout and "fill in the blank" in result.stdout
     answer = packs["lesson03_relu-en-answer"]
     assert run_check(answer, "lesson.ipynb").returncode == 0
+
+
+def test_notebook_check_cell_gives_the_same_output(packs, tmp_path):
+    """The check cell's function, called on a module defined the way a notebook cell defines it."""
+    import shutil
+    pack = tmp_path / "pack"
+    shutil.copytree(packs["lesson03_relu-en-answer"], pack)
+    script = (
+        "import linecache, sys\n"
+        "src = open('relu.py').read()\n"
+        "linecache.cache['<cell-1>'] = (len(src), None, src.splitlines(True), '<cell-1>')\n"
+        "exec(compile(src.replace('if __name__', 'if False and __name__'), '<cell-1>', 'exec'))\n"
+        "from check import check_notebook\n"
+        "check_notebook(relu)\n")
+    env = dict(os.environ, TRITON_INTERPRET="1")
+    done = subprocess.run([sys.executable, "-c", script], cwd=pack, capture_output=True, text=True, env=env)
+    assert done.returncode == 0, done.stderr
+    assert "file: this notebook's code cell" in done.stdout and "3/3" in done.stdout
 
 
 @pytest.mark.parametrize("locale", LOCALES)

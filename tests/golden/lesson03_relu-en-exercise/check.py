@@ -118,6 +118,7 @@ LESSON = {'blank_line': 16,
               'no_exercise_cell': "{file} has no cell tagged 'exercise'",
               'no_such_file': 'no such file: {file}',
               'not_tensor': 'the function returned {got}, not a tensor',
+              'notebook_cell': "this notebook's code cell",
               'notebook_failed': 'the self-check did not pass; see the lines above',
               'raised': 'raised {text}',
               'report_answer_here': '_Your answer:_',
@@ -252,9 +253,9 @@ class Target:
         return f"{self.display}:{line}"
 
 
-def load_target(arg, workdir):
+def load_target(arg, workdir, display=None):
     path = Path(arg) if arg else HERE / LESSON["module"]
-    display = str(arg) if arg else LESSON["module"]
+    display = display or (str(arg) if arg else LESSON["module"])
     if not path.exists():
         raise SystemExit(msg("no_such_file", file=display))
     if path.suffix == ".ipynb":
@@ -855,9 +856,9 @@ def show_hint(level):
     return EXIT_PASS
 
 
-def check(args, out=print):
+def check(args, out=print, display=None):
     with tempfile.TemporaryDirectory(prefix="coursepack-check-") as workdir:
-        target = load_target(args.path, workdir)
+        target = load_target(args.path, workdir, display)
         if args.bench:
             return bench(target)
         edits, fill = review_edits(target.text)
@@ -896,7 +897,7 @@ def check_notebook(entry_function):
         path = Path(workdir) / LESSON["module"]
         path.write_text(text, encoding="utf-8")
         args = parse_args([str(path)])
-        code = check(args)
+        code = check(args, display=msg("notebook_cell"))
     if code != EXIT_PASS:
         raise CheckFailed(msg("notebook_failed"))
 

@@ -108,6 +108,7 @@ LESSON = {'blank_line': 16,
               'no_exercise_cell': '{file} 中没有标记为 exercise 的单元格',
               'no_such_file': '找不到文件：{file}',
               'not_tensor': '函数返回了 {got}，而不是张量',
+              'notebook_cell': '本笔记本的代码单元格',
               'notebook_failed': '自检未通过，请查看上面的输出',
               'raised': '抛出异常 {text}',
               'report_answer_here': '_你的答案：_',
@@ -230,9 +231,9 @@ class Target:
         return f"{self.display}:{line}"
 
 
-def load_target(arg, workdir):
+def load_target(arg, workdir, display=None):
     path = Path(arg) if arg else HERE / LESSON["module"]
-    display = str(arg) if arg else LESSON["module"]
+    display = display or (str(arg) if arg else LESSON["module"])
     if not path.exists():
         raise SystemExit(msg("no_such_file", file=display))
     if path.suffix == ".ipynb":
@@ -833,9 +834,9 @@ def show_hint(level):
     return EXIT_PASS
 
 
-def check(args, out=print):
+def check(args, out=print, display=None):
     with tempfile.TemporaryDirectory(prefix="coursepack-check-") as workdir:
-        target = load_target(args.path, workdir)
+        target = load_target(args.path, workdir, display)
         if args.bench:
             return bench(target)
         edits, fill = review_edits(target.text)
@@ -874,7 +875,7 @@ def check_notebook(entry_function):
         path = Path(workdir) / LESSON["module"]
         path.write_text(text, encoding="utf-8")
         args = parse_args([str(path)])
-        code = check(args)
+        code = check(args, display=msg("notebook_cell"))
     if code != EXIT_PASS:
         raise CheckFailed(msg("notebook_failed"))
 
