@@ -92,3 +92,20 @@ def test_command_runner_runs_the_gate_through_a_shell_template(tmp_path):
     record = result.verification["lesson03_relu/en"]
     assert record["runner"] == "command" and record["passed"]
     assert record["mistakes_caught"] == 5
+
+
+def test_a_change_to_one_locale_re_verifies_only_that_locale(built):
+    root = built.parent
+    quick = dict(runner="interpreter", notebook=False)
+    build(options_for(root, **quick), progress=lambda _: None)        # both locales in the cache
+    text = root / "content" / "lessons" / "lesson03_relu" / "text.en.yaml"
+    good = text.read_text(encoding="utf-8")
+    try:
+        text.write_text(good.replace("It is not a Python syntax error", "It is not a syntax error", 1),
+                        encoding="utf-8")
+        changed = build(options_for(root, **quick), progress=lambda _: None)
+    finally:
+        text.write_text(good, encoding="utf-8")
+    assert changed.cached == {"lesson03_relu/zh-CN": True, "lesson03_relu/en": False}
+    restored = build(options_for(root, **quick), progress=lambda _: None)
+    assert restored.cached == {"lesson03_relu/zh-CN": True, "lesson03_relu/en": True}
