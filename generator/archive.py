@@ -71,12 +71,28 @@ def recover_dir(target: Path) -> None:
         os.replace(old, target)
 
 
+def _exchange(a: Path, b: Path) -> bool:
+    """Atomically swap two paths (Linux renameat2 RENAME_EXCHANGE); False where unsupported."""
+    try:
+        import ctypes
+        libc = ctypes.CDLL(None, use_errno=True)
+        renameat2 = libc.renameat2
+    except (OSError, AttributeError):
+        return False
+    at_fdcwd, rename_exchange = -100, 2
+    return renameat2(at_fdcwd, os.fsencode(a), at_fdcwd, os.fsencode(b), rename_exchange) == 0
+
+
 def replace_dir(new: Path, target: Path) -> None:
-    """Swap a finished folder in for target; an interrupted build leaves the old one whole."""
+    """Swap a finished folder in for target. Where the OS can exchange two paths atomically there is
+    no moment without a whole target; elsewhere an interrupted swap is undone by recover_dir."""
     recover_dir(target)
     old = target.with_name(target.name + ".old")
     if old.exists():
         shutil.rmtree(old)
+    if target.exists() and _exchange(new, target):
+        shutil.rmtree(new)
+        return
     if target.exists():
         os.replace(target, old)
     os.replace(new, target)

@@ -19,6 +19,7 @@ from generator.errors import CoursepackError, VerificationError
 from generator.leaks import LeakError, fingerprints, scan_files, scan_zip
 from generator.loader import CourseContent, load_content
 from generator.pack import EDITIONS, Pack
+from generator.pairing import edition_drift
 from generator.render import LessonContext, finalize_pack, jinja_env, render_pack
 from generator.report import report_data, write_reports
 from generator import verify as V
@@ -73,11 +74,13 @@ def render_all(content: CourseContent, options: BuildOptions) -> dict[tuple[str,
             for edition in EDITIONS:
                 ctx = LessonContext(content, lesson, locale, edition)
                 editions[edition] = (ctx, render_pack(ctx, env))
-            exercise = editions["exercise"][1]
+            exercise, answer = editions["exercise"][1], editions["answer"][1]
             leaks += scan_files(exercise.files, fingerprints(lesson, locale), exercise.name)
+            leaks += edition_drift(exercise, answer, lesson, content.locales[locale], locale)
             groups[(lesson.spec.id, locale)] = editions
     if leaks:
-        raise LeakError("answer material found in exercise packs:\n" + "\n".join(leaks))
+        raise LeakError("answer material found in exercise packs, or editions that drifted apart:\n"
+                        + "\n".join(leaks))
     if not groups:
         raise CoursepackError("nothing to build: no published lesson matches the --lesson/--locale filters")
     return groups

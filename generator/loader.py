@@ -9,6 +9,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from generator.codegen import CodeMarkerError, SolutionSource, parse_solution
+from generator.markdown import unit_problems
 from generator.errors import ProblemCollector
 from generator.model import Course, LessonSpec, LessonText, Locale
 from generator.yamlio import KeyPath, YamlDoc, dotted, load_yaml, read_text
@@ -82,11 +83,31 @@ def _model(path: Path, model: type[M], problems: ProblemCollector) -> M | None:
         problems.add(path, "expected a mapping of keys at the top level", line=1, column=1)
         return None
     try:
-        return model.model_validate(doc.data)
+        validated = model.model_validate(doc.data)
     except ValidationError as exc:
         for error in exc.errors():
             _report(doc, error, problems)
         return None
+    if model is LessonText or model is Locale:
+        _check_prose(doc, doc.data, (), problems)
+    return validated
+
+
+def _check_prose(doc: YamlDoc, node: Any, keypath: KeyPath, problems: ProblemCollector) -> None:
+    """Every Markdown value on its own: closed fences, balanced math, no raw HTML."""
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if key != "mermaid":
+                _check_prose(doc, value, keypath + (key,), problems)
+    elif isinstance(node, list):
+        for index, value in enumerate(node):
+            _check_prose(doc, value, keypath + (index,), problems)
+    elif isinstance(node, str):
+        for offset, message in unit_problems(node):
+            line, column = doc.position(keypath)
+            block = 1 if "\n" in node else 0   # a block scalar's text starts on the next line
+            problems.add(doc.path, message, dotted(keypath), line + block + offset if offset or block else line,
+                         column if not (offset or block) else 1)
 
 
 def _report(doc: YamlDoc, error: Any, problems: ProblemCollector) -> None:

@@ -38,6 +38,46 @@ def _role(token: Token) -> str:
     return parts[1] if len(parts) > 1 and parts[1] in CELL_ROLES else ""
 
 
+def unit_problems(text: str) -> list[tuple[int, str]]:
+    """Problems in one piece of content Markdown, with the 0-based line inside the piece."""
+    found = []
+    tokens = MarkdownIt("commonmark", {"html": True}).enable(["table", "strikethrough"]).parse(text)
+    lines = text.splitlines()
+    for token in tokens:
+        line = token.map[0] if token.map else 0
+        if token.type == "html_block":
+            found.append((line, "raw HTML is not allowed in lesson text; use Markdown"))
+        if token.type == "fence" and token.map:
+            closing = lines[token.map[1] - 1].strip() if token.map[1] - 1 < len(lines) else ""
+            if token.map[1] - token.map[0] < 2 or not closing.startswith(token.markup):
+                found.append((line, "code fence is never closed"))
+        if token.type == "inline":
+            children = token.children or []
+            span = lines[token.map[0]:token.map[1]] if token.map else [token.content]
+            html = [c.content for c in children if c.type == "html_inline"]
+            if html:
+                found.append((line + _first_line(span, html[0]), "raw HTML is not allowed in lesson text; use Markdown"))
+            dollars = sum(len(re.findall(r"(?<!\\)\$", c.content)) for c in children if c.type == "text")
+            if dollars % 2:
+                found.append((line + _odd_dollar_line(span), "unbalanced $ math delimiters"))
+    return found
+
+
+def _first_line(span: list[str], needle: str) -> int:
+    return next((i for i, text in enumerate(span) if needle in text), 0)
+
+
+def _odd_dollar_line(span: list[str]) -> int:
+    """The line after which the count of $ stays odd: where the unclosed one opens."""
+    count, opened = 0, 0
+    for i, text in enumerate(span):
+        before = count
+        count += len(re.findall(r"(?<!\\)\$", text))
+        if before % 2 == 0 and count % 2 == 1:
+            opened = i
+    return opened
+
+
 def check_markdown(text: str, pack_files: set[str], name: str) -> list[str]:
     """Problems in the rendered Markdown: unclosed fences, unbalanced math, dead links."""
     tokens = _parser().parse(text)

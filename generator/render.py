@@ -85,8 +85,31 @@ class LessonContext:
         return list(self.text.hints if self.answer else self.text.hints[:3])
 
 
+def located_template_error(exc: jinja2.TemplateError, templates: Path) -> RenderError:
+    """A template mistake as file:line: what, instead of a traceback."""
+    if isinstance(exc, jinja2.TemplateSyntaxError):
+        name, line = exc.filename or exc.name or "?", exc.lineno
+    else:
+        import traceback
+        frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename.endswith(".j2")]
+        name, line = (frames[-1].filename, frames[-1].lineno) if frames else ("template", 0)
+    try:
+        name = str(Path(name).resolve().relative_to(templates.resolve().parent))
+    except ValueError:
+        pass
+    kind = "template syntax" if isinstance(exc, jinja2.TemplateSyntaxError) else "template"
+    return RenderError(f"{name}:{line}: {kind}: {exc.message or exc}")
+
+
 def render_pack(ctx: LessonContext, env: jinja2.Environment) -> Pack:
     """Every file of a pack except those written after verification (README, manifest)."""
+    try:
+        return _render_pack(ctx, env)
+    except jinja2.TemplateError as exc:
+        raise located_template_error(exc, Path(env.loader.searchpath[0])) from exc
+
+
+def _render_pack(ctx: LessonContext, env: jinja2.Environment) -> Pack:
     spec = ctx.lesson.spec
     pack = Pack(spec.id, ctx.locale, ctx.edition)
     code = ctx.code()
@@ -163,6 +186,13 @@ def _runtime_source() -> str:
 
 def finalize_pack(ctx: LessonContext, env: jinja2.Environment, pack: Pack, verification: dict | None) -> Pack:
     """Add README.md, the verification record (answer edition) and the manifest."""
+    try:
+        return _finalize_pack(ctx, env, pack, verification)
+    except jinja2.TemplateError as exc:
+        raise located_template_error(exc, Path(env.loader.searchpath[0])) from exc
+
+
+def _finalize_pack(ctx: LessonContext, env: jinja2.Environment, pack: Pack, verification: dict | None) -> Pack:
     ui, spec = ctx.ui, ctx.lesson.spec
     files = dict(pack.files)
     descriptions = dict(ui.pack.file_descriptions)

@@ -192,3 +192,16 @@ def test_interpreter_full_run_is_fast(packs):
     start = time.monotonic()
     assert run_check(packs["lesson03_relu-en-answer"]).returncode == 0
     print(f"full interpreter run: {time.monotonic() - start:.1f} s")
+
+
+def test_too_much_memory_fails_the_case_with_a_reason(packs, tmp_path):
+    pack = exercise(packs, "en")
+    path = filled(pack, "tl.maximum(xv, 0.0, propagate_nan=tl.PropagateNan.ALL)", tmp_path)
+    path.write_text(path.read_text().replace("    out = torch.empty_like(x)\n",
+                                             "    if x.numel() == 5:\n        torch.empty(1 << 46)\n"
+                                             "    out = torch.empty_like(x)\n", 1))
+    result = run_check(pack, str(path))
+    assert result.returncode == 1
+    seed_line = next(i for i, l in enumerate(result.stdout.splitlines()) if "seed example" in l)
+    detail = result.stdout.splitlines()[seed_line + 1]
+    assert "raised RuntimeError" in detail and "(at line 23)" in detail, result.stdout

@@ -1,0 +1,101 @@
+"""Paired editions agree: the answer edition minus the exercise edition is exactly the declared
+answer material. A template that drifts (prints something in one edition only that is not
+answer material) is an error, like a leak in the other direction."""
+
+from __future__ import annotations
+
+import ast
+import difflib
+import json
+import re
+
+from generator.codegen import BLANK
+from generator.loader import Lesson
+from generator.model import Locale
+from generator.pack import Pack
+
+WORDS = re.compile(r"\W+", re.UNICODE)
+CELL_HEADER = re.compile(r"^\[(markdown|code) ")
+
+
+def loose(text: str) -> str:
+    return WORDS.sub("", text).lower()
+
+
+def _pieces(texts: list[str]) -> list[str]:
+    lines = {loose(line) for text in texts for line in text.splitlines()}
+    return sorted((p for p in lines if p), key=len, reverse=True)
+
+
+def edition_drift(exercise: Pack, answer: Pack, lesson: Lesson, ui: Locale, locale: str) -> list[str]:
+    text = lesson.texts[locale]
+    blank_lines = _blank_lines(exercise.files[lesson.spec.kernel_file], answer.files[lesson.spec.kernel_file])
+    answer_only = _pieces([q.answer for q in text.questions.values()] + [
+        text.hints[3], text.solution_note, text.edition_note_answer, ui.headings.reference_answer,
+        ui.headings.solution, ui.pack.hint_level.format(level=4), ui.pack.hint_level_names[3],
+        ui.pack.edition_answer, lesson.solution.fill, blank_lines[1]])
+    exercise_only = _pieces([text.edition_note_exercise, ui.headings.your_answer, ui.pack.hint_answer_only,
+                             ui.pack.edition_exercise, text.exercise.todo_comment, BLANK, blank_lines[0]])
+    problems = []
+    if set(exercise.files) != set(answer.files):
+        problems.append(f"{answer.name}: files differ from the exercise edition: "
+                        f"{sorted(set(exercise.files) ^ set(answer.files))}")
+    for name in sorted(set(exercise.files) & set(answer.files)):
+        if name == "check.py":
+            problems += _checker_drift(exercise.files[name], answer.files[name], answer.name)
+            continue
+        old, new = _lines(name, exercise.files[name]), _lines(name, answer.files[name])
+        for line in difflib.ndiff(old, new):
+            sign, body = line[:1], line[2:]
+            if sign == "+" and not _covered(body, answer_only):
+                problems.append(f"{answer.name}/{name}: answer-only line is not declared answer material: {body[:80]!r}")
+            if sign == "-" and not _covered(body, exercise_only):
+                problems.append(f"{exercise.name}/{name}: exercise-only line is not declared: {body[:80]!r}")
+    return problems
+
+
+def _blank_lines(exercise: bytes, answer: bytes) -> tuple[str, str]:
+    """The blank's line in each edition's kernel file (same line number in both)."""
+    ex, an = exercise.decode("utf-8").splitlines(), answer.decode("utf-8").splitlines()
+    index = next((i for i, line in enumerate(ex) if BLANK in line.split("#")[0]), None)
+    if index is None or index >= len(an):
+        return "", ""
+    return ex[index], an[index]
+
+
+def _covered(line: str, pieces: list[str]) -> bool:
+    if CELL_HEADER.match(line):
+        return True
+    rest = loose(line)
+    for piece in pieces:
+        rest = rest.replace(piece, "")
+    return len(rest) <= 3   # list numbers and the like
+
+
+def _lines(name: str, data: bytes) -> list[str]:
+    if name.endswith(".ipynb"):
+        notebook = json.loads(data)
+        return [json.dumps(notebook["metadata"], sort_keys=True)] + [
+            line for cell in notebook["cells"] for line in
+            [f"[{cell['cell_type']} {cell.get('metadata', {})}]", *"".join(cell["source"]).splitlines()]]
+    return data.decode("utf-8").splitlines()
+
+
+def _checker_drift(exercise: bytes, answer: bytes, name: str) -> list[str]:
+    def split(source: bytes) -> tuple[str, dict]:
+        tree = ast.parse(source)
+        node = next(n for n in tree.body if isinstance(n, ast.Assign) and getattr(n.targets[0], "id", "") == "LESSON")
+        lines = source.decode().splitlines()
+        rest = "\n".join(lines[:node.lineno - 1] + lines[node.end_lineno:])
+        return rest, ast.literal_eval(node.value)
+    ex_code, ex_data = split(exercise)
+    an_code, an_data = split(answer)
+    problems = []
+    if ex_code != an_code:
+        problems.append(f"{name}/check.py: the checker's code differs between editions")
+    changed = {k for k in ex_data.keys() | an_data.keys() if ex_data.get(k) != an_data.get(k)}
+    if changed - {"edition", "edition_name", "hints"}:
+        problems.append(f"{name}/check.py: data differs between editions in {sorted(changed)}")
+    if an_data["hints"][:len(ex_data["hints"])] != ex_data["hints"] or len(an_data["hints"]) != len(ex_data["hints"]) + 1:
+        problems.append(f"{name}/check.py: the answer edition must add exactly the last hint level")
+    return problems

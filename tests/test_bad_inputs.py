@@ -1,0 +1,145 @@
+"""The bad-input corpus: each broken input gives a located, readable error, exit status 1, no
+traceback, and leaves build/dist exactly as it was."""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+import pytest
+
+from generator.cli import main
+
+EN = "content/lessons/lesson03_relu/text.en.yaml"
+ZH = "content/lessons/lesson03_relu/text.zh-CN.yaml"
+SPEC = "content/lessons/lesson03_relu/lesson.yaml"
+SOL = "content/lessons/lesson03_relu/solution.py"
+COURSE = "content/course.yaml"
+LOC_EN = "content/locales/en.yaml"
+TPL = "templates/pack/lesson.md.j2"
+LOCATED = re.compile(r"^(content|templates)/[\w./-]+:\d+(:\d+)?: ", re.M)
+FILE_ONLY = re.compile(r"^(content|templates)/[\w./-]+: ", re.M)
+
+
+def replace(rel, old, new):
+    def apply(root: Path):
+        path = root / rel
+        text = path.read_text(encoding="utf-8")
+        assert old in text, (rel, old)
+        path.write_text(text.replace(old, new, 1), encoding="utf-8")
+    return apply
+
+
+def write(rel, data: bytes):
+    def apply(root: Path):
+        (root / rel).write_bytes(data)
+    return apply
+
+
+def remove(rel):
+    def apply(root: Path):
+        (root / rel).unlink()
+    return apply
+
+
+def symlink_out(root: Path):
+    outside = root / "outside.yaml"
+    outside.write_bytes((root / EN).read_bytes())
+    (root / EN).unlink()
+    (root / EN).symlink_to(outside)
+
+
+def large(root: Path):
+    with open(root / EN, "a", encoding="utf-8") as f:
+        f.write("# " + "x" * (2 << 20) + "\n")
+
+
+# (id, mutation, text expected in the error, whether a line number is expected)
+CORPUS = [
+    ("malformed_yaml", replace(EN, "goal: >-", "goal: [unclosed"), "YAML syntax", True),
+    ("tab_indent", replace(EN, "  what: |", "\twhat: |"), "YAML syntax", True),
+    ("duplicate_key", replace(EN, "demo: |", "goal: again\ndemo: |"), "duplicate key", True),
+    ("wrong_type_list", replace(EN, "recap: >-", "recap: [a, b]\nrecap_old: >-"), "recap: expected text", True),
+    ("wrong_type_map", replace(ZH, "role: >-", "role:\n  nested: x\nrole_old: >-"), "role: expected text", True),
+    ("unknown_key", replace(EN, "  q2:\n    prompt:", "  q2:\n    promt:"), "unknown key", True),
+    ("missing_key", replace(EN, "references_note:", "references_notes:"), "references_note: missing", True),
+    ("missing_text_file", remove(EN), "file not found", False),
+    ("missing_locale_file", remove(LOC_EN), "file not found", False),
+    ("missing_solution", remove(SOL), "file not found", False),
+    ("blank_marker_missing", replace(SOL, "  # @blank arg=1", ""), "exactly one '# @blank' marker", True),
+    ("blank_marker_doubled", replace(SOL, "    xv = tl.load(x + offsets, mask=mask)",
+                                     "    xv = tl.load(x + offsets, mask=mask)\n    tl.store(out, xv)  # @blank arg=1"),
+     "exactly one '# @blank' marker", True),
+    ("blank_arg_out_of_range", replace(SOL, "# @blank arg=1", "# @blank arg=7"), "out of range", True),
+    ("unknown_code_marker", replace(SOL, "# @text:mask", "# @txt:mask"), "unknown marker", True),
+    ("solution_syntax_error", replace(SOL, "def relu(x, BLOCK=256):", "def relu(x, BLOCK=256:"), "not valid Python", True),
+    ("jinja_syntax", replace(TPL, "{% for item in text.pass_criteria %}", "{% for item in text.pass_criteria %"),
+     "template syntax", True),
+    ("jinja_undefined", replace(TPL, "{{ text.goal }}", "{{ text.gaol }}"), "has no attribute 'gaol'", True),
+    ("unknown_locale", replace(COURSE, "locales: [zh-CN, en]", "locales: [zh-CN, en, fr]"), "fr.yaml: file not found", False),
+    ("bad_locale_code", replace(COURSE, "locales: [zh-CN, en]", "locales: [zh-CN, EN_us]"), "locales.1", True),
+    ("source_not_in_locales", replace(COURSE, "source_locale: zh-CN", "source_locale: ja"), "source_locale", False),
+    ("non_utf8", write(EN, "goal: caf\xe9\n".encode("latin-1")), "not valid UTF-8", True),
+    ("very_large_file", large, "limited to", False),
+    ("empty_file", write(ZH, b""), "empty", True),
+    ("top_level_list", write(ZH, b"- a\n- b\n"), "expected a mapping", True),
+    ("symlink_out", symlink_out, "leaves the content folder", False),
+    ("lesson_id_dotdot", replace(COURSE, "{id: lesson02_vector_add, number: 2", "{id: ../escape, number: 2"),
+     "lessons.0.id", True),
+    ("output_name_slash", replace(SPEC, "kernel_file: relu.py", "kernel_file: sub/relu.py"), "kernel_file", True),
+    ("output_name_dotdot", replace(SPEC, "kernel_file: relu.py", "kernel_file: ../relu.py"), "kernel_file", True),
+    ("duplicate_lesson", replace(COURSE, "{id: lesson04_add_bias, number: 4", "{id: lesson03_relu, number: 4"),
+     "listed twice", False),
+    ("published_without_folder", replace(COURSE, "{id: lesson04_add_bias, number: 4, status: planned}",
+                                         "{id: lesson04_add_bias, number: 4, status: published}"), "has no folder", False),
+    ("id_mismatch", replace(SPEC, "id: lesson03_relu", "id: lesson03_other"), "does not match its folder", False),
+    ("case_without_size", replace(SPEC, "{id: block_1, group: normal, size: 256}", "{id: block_1, group: normal}"),
+     "needs 'size' or 'values'", False),
+    ("case_value_not_number", replace(SPEC, '"-2.0", "0.0"', '"minus two", "0.0"'), "is not a number", False),
+    ("negative_size", replace(SPEC, "size: 256}", "size: -3}"), "greater than or equal to 0", True),
+    ("unknown_dtype", replace(SPEC, "dtype: float16}", "dtype: float8}"), "dtype", True),
+    ("duplicate_case_id", replace(SPEC, "{id: block_4,", "{id: block_1,"), "case ids must be unique", False),
+    ("mistake_unknown_case", replace(SPEC, "fails: [special_f32, special_f16, special_bf16]", "fails: [nope]"),
+     "unknown case 'nope'", False),
+    ("rubric_missing_key", replace(SPEC, "  pass_total: 8\n", ""), "rubric.pass_total: missing", True),
+    ("too_few_hints", replace(EN, '  - "Full answer', '  #- "Full answer') if False else
+     replace(EN, "hints:\n  - ", "hints:\n  - only one\nhints_old:\n  - "), "hints", True),
+    ("code_comment_missing", replace(EN, '  mask: "The last block', '  mask_: "The last block'),
+     "code_comments.mask: missing", False),
+    ("unbalanced_math", replace(EN, "ReLU fits\n    on one line:", "ReLU $fits\n    on one line:"), "unbalanced $", True),
+    ("raw_html", replace(ZH, "学完本课后", "<script>alert(1)</script>学完本课后"), "raw HTML", True),
+    ("checker_message_missing", replace(LOC_EN, "  raised: ", "  raised_: "), "checker.raised: missing", False),
+]
+
+
+@pytest.fixture
+def with_dist(content_copy: Path) -> Path:
+    dist = content_copy / "build" / "dist"
+    dist.mkdir(parents=True)
+    (dist / "previous.zip").write_bytes(b"the previous release")
+    return content_copy
+
+
+def test_corpus_is_large_enough():
+    assert len(CORPUS) >= 30
+
+
+@pytest.mark.parametrize("case_id, mutate, expected, has_line", CORPUS, ids=[c[0] for c in CORPUS])
+def test_bad_input(with_dist, capsys, case_id, mutate, expected, has_line):
+    root = with_dist
+    mutate(root)
+    cwd = os.getcwd()
+    os.chdir(root)
+    try:
+        code = main(["build", "--content", "content", "--templates", "templates", "--out", "build", "--no-verify"])
+    finally:
+        os.chdir(cwd)
+    captured = capsys.readouterr()
+    err = captured.err.split("coursepack: error: ", 1)[-1]
+    assert code == 1, captured
+    assert "Traceback" not in captured.err + captured.out
+    assert expected in err, err
+    assert (LOCATED if has_line else FILE_ONLY).search(err) or LOCATED.search(err), err
+    assert [p.name for p in (root / "build" / "dist").iterdir()] == ["previous.zip"]
+    assert (root / "build" / "dist" / "previous.zip").read_bytes() == b"the previous release"

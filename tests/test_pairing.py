@@ -1,0 +1,40 @@
+"""The answer edition minus the exercise edition is exactly the declared answer material."""
+
+import shutil
+
+import pytest
+
+from generator.build import BuildOptions, render_all
+from generator.errors import CoursepackError
+from generator.leaks import LeakError
+from generator.loader import load_content
+from tests.conftest import REPO
+
+
+def render(root):
+    options = BuildOptions(content=root / "content", templates=root / "templates", locales=("en",))
+    return render_all(load_content(options.content), options)
+
+
+def test_real_editions_agree():
+    assert render(REPO)
+
+
+@pytest.mark.parametrize("change, message", [
+    ("{% if answer %}\nA drifted line only the answer edition has.\n{% endif %}\n", "answer-only line is not declared"),
+    ("{% if not answer %}\nA drifted line only the exercise edition has.\n{% endif %}\n", "exercise-only line is not declared"),
+])
+def test_drifted_template_is_an_error(content_copy, change, message):
+    path = content_copy / "templates" / "pack" / "lesson.md.j2"
+    path.write_text(path.read_text(encoding="utf-8") + change, encoding="utf-8")
+    with pytest.raises(LeakError, match=message):
+        render(content_copy)
+
+
+def test_answer_printed_into_the_exercise_is_a_leak(content_copy):
+    path = content_copy / "templates" / "pack" / "lesson.md.j2"
+    text = path.read_text(encoding="utf-8").replace("**{{ ui.headings.your_answer }}**",
+                                                    "**{{ ui.headings.your_answer }}** {{ q.answer }}")
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(LeakError, match="contains answer-only material from questions"):
+        render(content_copy)
