@@ -164,7 +164,8 @@ def _verify_groups(groups, options: BuildOptions, out: Path, result: BuildResult
             V.clear(job_dir)
             job = V.Job(label, lesson_id, locale, ctx.lesson.spec, write_tree(answer, job_dir),
                         write_tree(exercise, job_dir), mistakes, job_dir / "mistakes")
-            steps = V.run_job(runner, job, options.notebook, options.jobs)
+            steps = V.run_job(runner, job, options.notebook, options.jobs,
+                              gpu=bool(info["cuda"]) and runner.kind != "interpreter")
             record = V.record(runner, info, steps, time.monotonic() - started)
             cache.put(cache_key, {"content_key": content_key, "record": record, "pack": label})
             entries.append({"content_key": content_key, "record": record})

@@ -45,6 +45,9 @@ def fingerprints(lesson: Lesson, locale: str) -> list[Fingerprint]:
                "solution_note": [text.solution_note]}
     for qid, question in text.questions.items():
         secrets[f"questions.{qid}.answer"] = [question.answer]
+    for extra in lesson.spec.files:
+        if extra.edition == "answer":
+            secrets[f"answer-only file {extra.name}"] = [lesson.files[extra.name].decode("utf-8")]
     allowed = normalise(_public_text(lesson, locale))
     prints = [Fingerprint("blank fill", normalise(lesson.solution.fill))]
     for source, pieces in secrets.items():

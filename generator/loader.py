@@ -26,6 +26,7 @@ class Lesson:
     solution: SolutionSource
     texts: dict[str, LessonText]
     folder: Path
+    files: dict[str, bytes]   # extra files shipped as they are, by their name in the pack
 
 
 @dataclass(frozen=True)
@@ -217,9 +218,27 @@ def _load_lesson(root: Path, lesson_id: str, course: Course, problems: ProblemCo
         if text is not None and spec is not None:
             _check_text(text, spec, solution, folder / f"text.{code}.yaml", problems)
         texts[code] = text
-    if spec is None or solution is None or None in texts.values():
+    files = _load_files(root, folder, spec, problems) if spec is not None else {}
+    if spec is None or solution is None or None in texts.values() or len(files) != len(spec.files):
         return None
-    return Lesson(spec, solution, texts, folder)
+    return Lesson(spec, solution, texts, folder, files)
+
+
+def _load_files(root: Path, folder: Path, spec: LessonSpec, problems: ProblemCollector) -> dict[str, bytes]:
+    files = {}
+    reserved = {spec.kernel_file, "README.md", "lesson.md", "lesson.ipynb", "check.py", "requirements.txt",
+                "manifest.json", "verification.json"}
+    for index, extra in enumerate(spec.files):
+        if extra.name in reserved or extra.name in files:
+            problems.add(folder / "lesson.yaml", f"'{extra.name}' is already a file of the pack", f"files.{index}.name")
+            continue
+        path = _inside(root, folder.relative_to(root) / extra.source, problems)
+        text = None if "__outside__" in path.parts else read_text(path, problems)
+        if text is not None:
+            files[extra.name] = text.encode()
+    if spec.bench is not None and spec.bench not in {f.name for f in spec.files}:
+        problems.add(folder / "lesson.yaml", f"bench '{spec.bench}' is not one of the lesson's files", "bench")
+    return files
 
 
 def _load_solution(root: Path, folder: Path, spec: LessonSpec, problems: ProblemCollector) -> SolutionSource | None:

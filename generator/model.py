@@ -55,6 +55,7 @@ class Headings(Strict):
     verification: Text
     references: Text
     navigation: Text
+    measured: Text
 
 
 class PackTexts(Strict):
@@ -80,6 +81,10 @@ class PackTexts(Strict):
     notebook_check: Text
     notebook_gpu: Text
     notebook_interpreter: Text
+    measured_intro: Text
+    measured_relu: Text
+    measured_fusion: Text
+    measured_checks: Text
 
 
 class Locale(Strict):
@@ -128,6 +133,12 @@ class Rubric(Strict):
     pass_total: int
 
 
+class ExtraFile(Strict):
+    name: FileName
+    source: FileName
+    edition: Literal["both", "answer"]
+
+
 class LessonSpec(Strict):
     id: Ident
     kernel_file: FileName
@@ -136,6 +147,8 @@ class LessonSpec(Strict):
     kernel: Ident
     figures: list[Ident] = []
     questions: list[Ident] = Field(min_length=1)
+    files: list[ExtraFile] = []
+    bench: FileName | None = None
     checks: Checks
     rubric: Rubric
 

@@ -23,3 +23,10 @@ def build_notebook(cells: list[Cell], language: str, title: str) -> bytes:
             notebook.cells.append(v4.new_markdown_cell(cell.source, id=cell_id))
     nbformat.validate(notebook)
     return (nbformat.writes(notebook) + "\n").encode()
+
+
+def append_markdown_cell(data: bytes, source: str) -> bytes:
+    notebook = nbformat.reads(data.decode("utf-8"), as_version=4)
+    notebook.cells.append(v4.new_markdown_cell(source.strip("\n"), id=f"c{len(notebook.cells):02d}-measured"))
+    nbformat.validate(notebook)
+    return (nbformat.writes(notebook) + "\n").encode()

@@ -37,10 +37,13 @@ def edition_drift(exercise: Pack, answer: Pack, lesson: Lesson, ui: Locale, loca
     exercise_only = _pieces([text.edition_note_exercise, ui.headings.your_answer, ui.pack.hint_answer_only,
                              ui.pack.edition_exercise, text.exercise.todo_comment, BLANK, blank_lines[0]])
     problems = []
-    if set(exercise.files) != set(answer.files):
+    answer_files = {f.name for f in lesson.spec.files if f.edition == "answer"}
+    if set(exercise.files) != set(answer.files) - answer_files:
         problems.append(f"{answer.name}: files differ from the exercise edition: "
                         f"{sorted(set(exercise.files) ^ set(answer.files))}")
     for name in sorted(set(exercise.files) & set(answer.files)):
+        if name in answer_files:
+            continue
         if name == "check.py":
             problems += _checker_drift(exercise.files[name], answer.files[name], answer.name)
             continue

@@ -15,7 +15,7 @@ from generator.errors import CoursepackError
 from generator.loader import CourseContent, Lesson
 from generator.markdown import check_markdown, split_cells
 from generator.model import LessonText, Locale
-from generator.notebook import build_notebook
+from generator.notebook import append_markdown_cell, build_notebook
 from generator.pack import Edition, Pack, manifest
 
 RUNTIME = Path(__file__).parent / "checker" / "runtime.py"
@@ -119,6 +119,9 @@ def _render_pack(ctx: LessonContext, env: jinja2.Environment) -> Pack:
     pack.files["lesson.md"] = lesson_md.encode()
     pack.files["lesson.ipynb"] = build_notebook(cells, ctx.locale, ctx.heading)
     pack.files["check.py"] = checker_source(ctx).encode()
+    for extra in spec.files:
+        if extra.edition == "both" or ctx.answer:
+            pack.files[extra.name] = ctx.lesson.files[extra.name]
     pack.files["requirements.txt"] = env.get_template("pack/requirements.txt.j2").render(
         heading=ctx.heading, min_torch=MIN_TORCH, min_triton=MIN_TRITON).encode()
     problems = check_markdown(lesson_md, set(pack.files) | {"README.md", "manifest.json"}, f"{pack.name}/lesson.md")
@@ -196,19 +199,40 @@ def _finalize_pack(ctx: LessonContext, env: jinja2.Environment, pack: Pack, veri
     ui, spec = ctx.ui, ctx.lesson.spec
     files = dict(pack.files)
     descriptions = dict(ui.pack.file_descriptions)
-    listed = ["README.md", "lesson.md", "lesson.ipynb", spec.kernel_file, "check.py", "requirements.txt",
-              "manifest.json"]
+    listed = ["README.md", "lesson.md", "lesson.ipynb", spec.kernel_file, "check.py",
+              *[f.name for f in spec.files if f.edition == "both" or ctx.answer], "requirements.txt", "manifest.json"]
     readme = env.get_template("pack/README.md.j2").render(
         heading=ctx.heading, edition_name=ctx.edition_name, ui=ui, kernel_file=spec.kernel_file,
         hint_levels=len(ctx.hints), verification=_readme_verification(verification),
         files=[(name, descriptions.get(name, descriptions["kernel"])) for name in listed])
     files["README.md"] = readme.encode()
+    measured = _measured_section(ui, verification) if ctx.answer else ""
+    if measured:
+        files["README.md"] += ("\n" + measured).encode()
+        files["lesson.md"] += ("\n" + measured).encode()
+        files["lesson.ipynb"] = append_markdown_cell(files["lesson.ipynb"], measured)
     if ctx.answer and verification is not None:
         files["verification.json"] = (json.dumps(verification, ensure_ascii=False, indent=1, sort_keys=True) + "\n").encode()
     final = Pack(pack.lesson_id, pack.locale, pack.edition, files)
     public = None if verification is None else {k: v for k, v in verification.items() if k != "details"}
     final.files["manifest.json"] = manifest(final, public)
     return final
+
+
+def _measured_section(ui: Locale, verification: dict | None) -> str:
+    """The bench's own numbers from the verification run, as Markdown tables (never hand-typed)."""
+    bench = (verification or {}).get("bench")
+    if not bench:
+        return ""
+    lines = [f"## {ui.headings.measured}", "", ui.pack.measured_intro.format(**bench), ""]
+    for title, key in ((ui.pack.measured_relu, "relu"), (ui.pack.measured_fusion, "fusion")):
+        if bench.get(key):
+            lines += [f"**{title}**", "", "| | ms | GB/s | vs copy |", "|---|---|---|---|"]
+            lines += [f"| {r['name']} | {r['ms']:.3f} | {r['gbps']:.0f} | {r['vs_copy']:.2f} |" for r in bench[key]]
+            lines.append("")
+    if bench.get("fusion_correctness"):
+        lines += [ui.pack.measured_checks.format(**bench["fusion_correctness"]), ""]
+    return "\n".join(lines)
 
 
 def _readme_verification(verification: dict | None) -> dict | None:

@@ -173,6 +173,7 @@ class Step:
     seconds: float
     detail: str = ""
     cases: list[dict] = field(default_factory=list)
+    data: dict | None = None
 
 
 def expected_failures(mistake: Mistake, spec: LessonSpec) -> set[str]:
@@ -212,6 +213,20 @@ def step_notebook(runner: Runner, answer_dir: Path, timeout: float) -> Step:
     result = runner.run(["-c", NOTEBOOK_SCRIPT.format(timeout=int(timeout))], answer_dir)
     ok = result.returncode == 0 and "NOTEBOOK-OK" in result.stdout
     return Step("notebook", ok, result.seconds, "" if ok else _why(result, None))
+
+
+def step_bench(runner: Runner, answer_dir: Path, script: str) -> Step:
+    """The lesson's bench on the GPU: its numbers go into the answer pack, never hand-typed ones."""
+    result = runner.run([script, "--json", "bench.json"], answer_dir, timeout=900)
+    path = answer_dir / "bench.json"
+    data = json.loads(path.read_text()) if result.returncode == 0 and path.exists() else None
+    if path.exists():
+        path.unlink()
+    fusion_ok = data is None or all(v for k, v in data.get("fusion_correctness", {}).items()
+                                    if isinstance(v, bool))
+    ok = data is not None and fusion_ok
+    detail = "" if ok else ("fused kernel checks failed" if data else _why(result, None))
+    return Step("bench", ok, result.seconds, detail, [], data)
 
 
 def step_mistake(runner: Runner, exercise_dir: Path, mistake: Mistake, code: str, spec: LessonSpec,
@@ -255,14 +270,17 @@ class Job:
     work: Path
 
 
-def run_job(runner: Runner, job: Job, notebook: bool, jobs: int) -> list[Step]:
+def run_job(runner: Runner, job: Job, notebook: bool, jobs: int, gpu: bool = False) -> list[Step]:
     tasks = [lambda: step_answer(runner, job.answer_dir), lambda: step_exercise(runner, job.exercise_dir)]
     if notebook:
         tasks.append(lambda: step_notebook(runner, job.answer_dir, job.spec.checks.timeout_s * 4))
     for mistake, code in job.mistakes:
         tasks.append(lambda m=mistake, c=code: step_mistake(runner, job.exercise_dir, m, c, job.spec, job.work))
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-        return list(pool.map(lambda task: task(), tasks))
+        steps = list(pool.map(lambda task: task(), tasks))
+    if gpu and job.spec.bench:   # alone on the GPU, after everything else, so the timings are clean
+        steps.append(step_bench(runner, job.answer_dir, job.spec.bench))
+    return steps
 
 
 def record(runner: Runner, info: dict, steps: list[Step], seconds: float) -> dict:
@@ -278,6 +296,7 @@ def record(runner: Runner, info: dict, steps: list[Step], seconds: float) -> dic
         "mistakes_caught": sum(1 for s in steps if s.name.startswith("mistake:") and s.ok),
         "mistakes_declared": sum(1 for s in steps if s.name.startswith("mistake:")),
         "details": {s.name: s.cases for s in steps if s.cases},
+        "bench": next((s.data for s in steps if s.name == "bench" and s.data), None),
     }
 
 
