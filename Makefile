@@ -37,6 +37,10 @@ test-gpu: $(SETUP)
 golden: $(SETUP)
 	$(PY) -m tests.golden_update
 
+# Benchmarks print numbers; they never fail on time.
+bench: $(SETUP)
+	$(PY) bench/build_bench.py
+
 $(VENV)/.installed: pyproject.toml requirements/lock.txt
 	python3 -m venv $(VENV)
 	$(VENV)/bin/python -m pip install -q --upgrade pip

@@ -36,13 +36,13 @@ def zip_pack(pack: Pack) -> bytes:
     """The same files always give the same bytes: sorted entries, fixed times and permissions."""
     buffer = io.BytesIO()
     root = pack.name
-    with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=9) as archive:
+    with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=6) as archive:
         for name in sorted(pack.files):
             info = zipfile.ZipInfo(f"{root}/{safe_entry(name)}", date_time=FIXED_TIME)
             info.external_attr = (stat.S_IFREG | FILE_MODE) << 16
             info.create_system = 3
             info.compress_type = zipfile.ZIP_DEFLATED
-            archive.writestr(info, pack.files[name], compresslevel=9)
+            archive.writestr(info, pack.files[name], compresslevel=6)
     data = buffer.getvalue()
     check_zip(data, pack)
     return data

@@ -20,7 +20,7 @@ from generator.leaks import LeakError, fingerprints, scan_files, scan_zip
 from generator.loader import CourseContent, load_content
 from generator.pack import EDITIONS, Pack
 from generator.pairing import edition_drift
-from generator.render import LessonContext, finalize_pack, jinja_env, render_pack
+from generator.render import LessonContext, checker_data, finalize_pack, jinja_env, render_pack
 from generator.report import report_data, write_reports
 from generator import verify as V
 
@@ -76,7 +76,9 @@ def render_all(content: CourseContent, options: BuildOptions) -> dict[tuple[str,
                 editions[edition] = (ctx, render_pack(ctx, env))
             exercise, answer = editions["exercise"][1], editions["answer"][1]
             leaks += scan_files(exercise.files, fingerprints(lesson, locale), exercise.name)
-            leaks += edition_drift(exercise, answer, lesson, content.locales[locale], locale)
+            leaks += edition_drift(exercise, answer, lesson, content.locales[locale], locale,
+                                   [(e.id, e.number) for e in content.course.lessons],
+                                   (checker_data(editions["exercise"][0]), checker_data(editions["answer"][0])))
             groups[(lesson.spec.id, locale)] = editions
     if leaks:
         raise LeakError("answer material found in exercise packs, or editions that drifted apart:\n"
@@ -86,8 +88,62 @@ def render_all(content: CourseContent, options: BuildOptions) -> dict[tuple[str,
     return groups
 
 
+def inputs_digest(options: BuildOptions, runner_stamp: str) -> str:
+    """Everything a build's output depends on: content, templates, the generator, the options."""
+    digest = hashlib.sha256()
+    for folder in (options.content, options.templates, Path(__file__).resolve().parent):
+        for path in sorted(p for p in folder.rglob("*") if p.is_file() and "__pycache__" not in p.parts):
+            digest.update(str(path.relative_to(folder)).encode() + b"\0" + path.read_bytes() + b"\0")
+    settings = {k: v for k, v in vars(options).items() if k not in ("out", "jobs")}
+    digest.update(json.dumps(settings, default=str, sort_keys=True).encode() + runner_stamp.encode())
+    return digest.hexdigest()
+
+
+def _up_to_date(options: BuildOptions, digest: str) -> dict | None:
+    """The last build's record if it had these exact inputs and its zips are still there, unchanged."""
+    try:
+        last = json.loads((options.out / "cache" / "last_build.json").read_text())
+    except (OSError, ValueError):
+        return None
+    if last.get("digest") != digest:
+        return None
+    dist = options.out / "dist"
+    for name, sha in last["zips"].items():
+        path = dist / name
+        if not path.is_file() or hashlib.sha256(path.read_bytes()).hexdigest() != sha:
+            return None
+    if sorted(p.name for p in dist.iterdir()) != sorted(last["zips"]):
+        return None
+    return last
+
+
 def build(options: BuildOptions, progress: Progress = _stderr) -> BuildResult:
     started = time.monotonic()
+    options.out.mkdir(parents=True, exist_ok=True)
+    recover_dir(options.out / "dist")
+    stamp = _runner_stamp(options) if options.verify else "no-verify"
+    digest = inputs_digest(options, stamp)
+    last = _up_to_date(options, digest)
+    if last is not None:
+        progress(f"up to date: nothing changed since the last build ({len(last['zips'])} zips in {options.out / 'dist'})")
+        return BuildResult(zips=last["zips"], cached={k: True for k in last["verified"]},
+                           seconds=time.monotonic() - started)
+    result = _build(options, progress, started)
+    (options.out / "cache").mkdir(parents=True, exist_ok=True)
+    (options.out / "cache" / "last_build.json").write_text(json.dumps(
+        {"digest": digest, "zips": result.zips, "verified": sorted(result.verification)}, indent=1))
+    return result
+
+
+def _runner_stamp(options: BuildOptions) -> str:
+    probes = options.out / "cache" / "probe"
+    runner = V.make_runner(options.runner, options.python, options.runner_command, None, probes / "auto.json")
+    if runner.kind == "command":
+        return f"{runner.identity()}@{time.time()}"   # a remote runner can change at any time: never skip
+    return runner.identity() + json.dumps(runner.probe(options.out, probes / f"{runner.kind}.json"), sort_keys=True)
+
+
+def _build(options: BuildOptions, progress: Progress, started: float) -> BuildResult:
     result = BuildResult()
     progress("load   content")
     content = load_content(options.content)

@@ -78,9 +78,9 @@ def _odd_dollar_line(span: list[str]) -> int:
     return opened
 
 
-def check_markdown(text: str, pack_files: set[str], name: str) -> list[str]:
+def check_markdown(text: str, pack_files: set[str], name: str, tokens: list[Token] | None = None) -> list[str]:
     """Problems in the rendered Markdown: unclosed fences, unbalanced math, dead links."""
-    tokens = _parser().parse(text)
+    tokens = tokens if tokens is not None else _parser().parse(text)
     lines = text.splitlines()
     problems: list[str] = []
     anchors = {_slug(tokens[i + 1].content) for i, t in enumerate(tokens) if t.type == "heading_open"}
@@ -121,10 +121,14 @@ def _slug(heading: str) -> str:
     return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
 
 
-def split_cells(text: str) -> tuple[str, list[Cell]]:
+def parse(text: str) -> list[Token]:
+    return _parser().parse(text)
+
+
+def split_cells(text: str, tokens: list[Token] | None = None) -> tuple[str, list[Cell]]:
     """lesson.md (without notebook-only fences) and the notebook's cells, from one parse."""
     lines = text.splitlines(keepends=True)
-    tokens = [t for t in _parser().parse(text) if t.level == 0 and t.map]
+    tokens = [t for t in (tokens if tokens is not None else parse(text)) if t.level == 0 and t.map]
     cells: list[Cell] = []
     markdown_out: list[str] = []
     pending: list[str] = []

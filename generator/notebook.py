@@ -1,4 +1,9 @@
-"""Build lesson.ipynb from the cells of the rendered lesson, with nbformat."""
+"""Build lesson.ipynb from the cells of the rendered lesson, with nbformat.
+
+Cells are made as NotebookNodes and the whole notebook is validated once against the nbformat 4
+schema: nbformat.v4.new_*_cell validates every cell again on its own through jsonschema (about
+0.6 ms a cell, half of a pack's render time) without checking anything more.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +13,19 @@ from nbformat import v4
 from generator.markdown import Cell
 
 
+def _cell(cell: Cell, index: int) -> nbformat.NotebookNode:
+    cell_id = f"c{index:02d}-{cell.role or cell.kind}"   # fixed ids keep the file deterministic
+    if cell.kind == "code":
+        return nbformat.from_dict({"cell_type": "code", "id": cell_id, "metadata": {"tags": [cell.role]},
+                                   "source": cell.source, "outputs": [], "execution_count": None})
+    return nbformat.from_dict({"cell_type": "markdown", "id": cell_id, "metadata": {}, "source": cell.source})
+
+
+def _write(notebook: nbformat.NotebookNode) -> bytes:
+    nbformat.validate(notebook)
+    return (v4.writes(notebook) + "\n").encode()
+
+
 def build_notebook(cells: list[Cell], language: str, title: str) -> bytes:
     notebook = v4.new_notebook(metadata={
         "kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"},
@@ -15,18 +33,11 @@ def build_notebook(cells: list[Cell], language: str, title: str) -> bytes:
         "title": title,
         "language": language,
     })
-    for index, cell in enumerate(cells):
-        cell_id = f"c{index:02d}-{cell.role or cell.kind}"   # fixed ids keep the file deterministic
-        if cell.kind == "code":
-            notebook.cells.append(v4.new_code_cell(cell.source, id=cell_id, metadata={"tags": [cell.role]}))
-        else:
-            notebook.cells.append(v4.new_markdown_cell(cell.source, id=cell_id))
-    nbformat.validate(notebook)
-    return (nbformat.writes(notebook) + "\n").encode()
+    notebook.cells = [_cell(cell, index) for index, cell in enumerate(cells)]
+    return _write(notebook)
 
 
 def append_markdown_cell(data: bytes, source: str) -> bytes:
     notebook = nbformat.reads(data.decode("utf-8"), as_version=4)
-    notebook.cells.append(v4.new_markdown_cell(source.strip("\n"), id=f"c{len(notebook.cells):02d}-measured"))
-    nbformat.validate(notebook)
-    return (nbformat.writes(notebook) + "\n").encode()
+    notebook.cells.append(_cell(Cell("markdown", source.strip("\n"), "measured"), len(notebook.cells)))
+    return _write(notebook)

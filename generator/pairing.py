@@ -4,7 +4,6 @@ answer material) is an error, like a leak in the other direction."""
 
 from __future__ import annotations
 
-import ast
 import difflib
 import json
 import re
@@ -27,15 +26,22 @@ def _pieces(texts: list[str]) -> list[str]:
     return sorted((p for p in lines if p), key=len, reverse=True)
 
 
-def edition_drift(exercise: Pack, answer: Pack, lesson: Lesson, ui: Locale, locale: str) -> list[str]:
+def edition_drift(exercise: Pack, answer: Pack, lesson: Lesson, ui: Locale, locale: str,
+                  lessons: list[tuple[str, int]], checker: tuple[dict, dict]) -> list[str]:
+    """lessons: the course's (id, number) pairs; navigation lines name each edition's own zip."""
     text = lesson.texts[locale]
+    nav = [ui.pack.previous, ui.pack.next,
+           *[ui.lesson_heading.format(number=number, title=ui.lesson_titles[i]) for i, number in lessons]]
+    zips = {edition: [ui.pack.other_pack.format(name=f"{i}-{locale}-{edition}.zip") for i, _ in lessons]
+            for edition in ("exercise", "answer")}
     blank_lines = _blank_lines(exercise.files[lesson.spec.kernel_file], answer.files[lesson.spec.kernel_file])
     answer_only = _pieces([q.answer for q in text.questions.values()] + [
         text.hints[3], text.solution_note, text.edition_note_answer, ui.headings.reference_answer,
         ui.headings.solution, ui.pack.hint_level.format(level=4), ui.pack.hint_level_names[3],
-        ui.pack.edition_answer, lesson.solution.fill, blank_lines[1]])
+        ui.pack.edition_answer, lesson.solution.fill, blank_lines[1], *nav, *zips["answer"]])
     exercise_only = _pieces([text.edition_note_exercise, ui.headings.your_answer, ui.pack.hint_answer_only,
-                             ui.pack.edition_exercise, text.exercise.todo_comment, BLANK, blank_lines[0]])
+                             ui.pack.edition_exercise, text.exercise.todo_comment, BLANK, blank_lines[0],
+                             *nav, *zips["exercise"]])
     problems = []
     answer_files = {f.name for f in lesson.spec.files if f.edition == "answer"}
     if set(exercise.files) != set(answer.files) - answer_files:
@@ -45,15 +51,17 @@ def edition_drift(exercise: Pack, answer: Pack, lesson: Lesson, ui: Locale, loca
         if name in answer_files:
             continue
         if name == "check.py":
-            problems += _checker_drift(exercise.files[name], answer.files[name], answer.name)
+            problems += _checker_drift(*checker, answer.name)
             continue
         old, new = _lines(name, exercise.files[name]), _lines(name, answer.files[name])
-        for line in difflib.ndiff(old, new):
-            sign, body = line[:1], line[2:]
-            if sign == "+" and not _covered(body, answer_only):
-                problems.append(f"{answer.name}/{name}: answer-only line is not declared answer material: {body[:80]!r}")
-            if sign == "-" and not _covered(body, exercise_only):
-                problems.append(f"{exercise.name}/{name}: exercise-only line is not declared: {body[:80]!r}")
+        matcher = difflib.SequenceMatcher(a=old, b=new, autojunk=False)
+        for op, a0, a1, b0, b1 in matcher.get_opcodes():
+            if op == "equal":
+                continue
+            problems += [f"{answer.name}/{name}: answer-only line is not declared answer material: {body[:80]!r}"
+                         for body in new[b0:b1] if not _covered(body, answer_only)]
+            problems += [f"{exercise.name}/{name}: exercise-only line is not declared: {body[:80]!r}"
+                         for body in old[a0:a1] if not _covered(body, exercise_only)]
     return problems
 
 
@@ -72,7 +80,7 @@ def _covered(line: str, pieces: list[str]) -> bool:
     rest = loose(line)
     for piece in pieces:
         rest = rest.replace(piece, "")
-    return len(rest) <= 3   # list numbers and the like
+    return len(re.sub(r"\d", "", rest)) <= 3   # list numbers, lesson numbers and the like
 
 
 def _lines(name: str, data: bytes) -> list[str]:
@@ -84,21 +92,13 @@ def _lines(name: str, data: bytes) -> list[str]:
     return data.decode("utf-8").splitlines()
 
 
-def _checker_drift(exercise: bytes, answer: bytes, name: str) -> list[str]:
-    def split(source: bytes) -> tuple[str, dict]:
-        tree = ast.parse(source)
-        node = next(n for n in tree.body if isinstance(n, ast.Assign) and getattr(n.targets[0], "id", "") == "LESSON")
-        lines = source.decode().splitlines()
-        rest = "\n".join(lines[:node.lineno - 1] + lines[node.end_lineno:])
-        return rest, ast.literal_eval(node.value)
-    ex_code, ex_data = split(exercise)
-    an_code, an_data = split(answer)
+def _checker_drift(exercise: dict, answer: dict, name: str) -> list[str]:
+    """The checker's data (its code is the same runtime for every pack) may differ only in the
+    edition and the one added hint level."""
     problems = []
-    if ex_code != an_code:
-        problems.append(f"{name}/check.py: the checker's code differs between editions")
-    changed = {k for k in ex_data.keys() | an_data.keys() if ex_data.get(k) != an_data.get(k)}
+    changed = {k for k in exercise.keys() | answer.keys() if exercise.get(k) != answer.get(k)}
     if changed - {"edition", "edition_name", "hints"}:
         problems.append(f"{name}/check.py: data differs between editions in {sorted(changed)}")
-    if an_data["hints"][:len(ex_data["hints"])] != ex_data["hints"] or len(an_data["hints"]) != len(ex_data["hints"]) + 1:
+    if answer["hints"][:len(exercise["hints"])] != exercise["hints"] or len(answer["hints"]) != len(exercise["hints"]) + 1:
         problems.append(f"{name}/check.py: the answer edition must add exactly the last hint level")
     return problems

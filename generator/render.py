@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import pprint
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -13,7 +12,7 @@ import jinja2
 from generator.codegen import BLANK, render_code
 from generator.errors import CoursepackError
 from generator.loader import CourseContent, Lesson
-from generator.markdown import check_markdown, split_cells
+from generator.markdown import check_markdown, parse, split_cells
 from generator.model import LessonText, Locale
 from generator.notebook import append_markdown_cell, build_notebook
 from generator.pack import Edition, Pack, manifest
@@ -27,8 +26,10 @@ class RenderError(CoursepackError):
     pass
 
 
+@lru_cache(maxsize=8)
 def jinja_env(templates: Path) -> jinja2.Environment:
-    """The one template environment: strict, explicit loader, predictable whitespace."""
+    """The one template environment: strict, explicit loader, predictable whitespace. Cached:
+    compiled templates are reused, and Jinja reloads a template whose file changed."""
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(str(templates)),
         undefined=jinja2.StrictUndefined,
@@ -114,7 +115,8 @@ def _render_pack(ctx: LessonContext, env: jinja2.Environment) -> Pack:
     pack = Pack(spec.id, ctx.locale, ctx.edition)
     code = ctx.code()
     document = env.get_template("pack/lesson.md.j2").render(_lesson_vars(ctx, env, code))
-    lesson_md, cells = split_cells(document)
+    tokens = parse(document)   # one parse: the checks, lesson.md and the notebook all use it
+    lesson_md, cells = split_cells(document, tokens)
     pack.files[spec.kernel_file] = code.encode()
     pack.files["lesson.md"] = lesson_md.encode()
     pack.files["lesson.ipynb"] = build_notebook(cells, ctx.locale, ctx.heading)
@@ -124,7 +126,8 @@ def _render_pack(ctx: LessonContext, env: jinja2.Environment) -> Pack:
             pack.files[extra.name] = ctx.lesson.files[extra.name]
     pack.files["requirements.txt"] = env.get_template("pack/requirements.txt.j2").render(
         heading=ctx.heading, min_torch=MIN_TORCH, min_triton=MIN_TRITON).encode()
-    problems = check_markdown(lesson_md, set(pack.files) | {"README.md", "manifest.json"}, f"{pack.name}/lesson.md")
+    problems = check_markdown(document, set(pack.files) | {"README.md", "manifest.json"},
+                              f"{pack.name}/lesson.md (before notebook cells are removed)", tokens)
     if problems:
         raise RenderError("\n".join(problems))
     return pack
@@ -175,8 +178,9 @@ def checker_data(ctx: LessonContext) -> dict:
 
 def checker_source(ctx: LessonContext) -> str:
     runtime = _runtime_source()
-    data = "LESSON = " + pprint.pformat(checker_data(ctx), width=110, sort_dicts=True)
-    return runtime.replace(DATA_LINE, data, 1)
+    # JSON text is readable, fast to write, and cannot contain three quotes in a row.
+    text = json.dumps(checker_data(ctx), ensure_ascii=False, indent=1, sort_keys=True)
+    return runtime.replace(DATA_LINE, f'LESSON = json.loads(r"""{text}""")', 1)
 
 
 @lru_cache(maxsize=1)

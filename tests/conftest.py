@@ -80,6 +80,14 @@ def check_json(pack: Path, *args: str) -> dict:
     return json.loads(result.stdout)
 
 
+def lesson_data(source: bytes | str) -> dict:
+    """The LESSON data block of a generated check.py."""
+    import json
+    import re
+    text = source.decode("utf-8") if isinstance(source, bytes) else source
+    return json.loads(re.search(r'^LESSON = json\.loads\(r"""(.*?)"""\)$', text, re.S | re.M).group(1))
+
+
 def filled(pack: Path, fill: str, tmp: Path, kernel: str = "relu.py") -> Path:
     """The exercise kernel with the blank filled in, in a folder of its own."""
     code = (pack / kernel).read_text(encoding="utf-8")

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from tests.conftest import check_json, filled, run_check
+from tests.conftest import check_json, filled, lesson_data, run_check
 
 pytestmark = pytest.mark.slow
 LOCALES = ["zh-CN", "en"]
@@ -18,10 +18,7 @@ def exercise(packs, locale):
 
 
 def texts(pack):
-    import ast
-    tree = ast.parse((pack / "check.py").read_text(encoding="utf-8"))
-    node = next(n for n in tree.body if isinstance(n, ast.Assign) and getattr(n.targets[0], "id", "") == "LESSON")
-    return ast.literal_eval(node.value)
+    return lesson_data((pack / "check.py").read_bytes())
 
 
 @pytest.mark.parametrize("locale", LOCALES)

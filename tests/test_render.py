@@ -70,25 +70,5 @@ def test_exercise_checker_holds_three_hints_answer_four(rendered):
 
 
 def checker_data(source: bytes) -> dict:
-    import ast
-    tree = ast.parse(source)
-    node = next(n for n in tree.body if isinstance(n, ast.Assign) and n.targets[0].id == "LESSON")
-    return ast.literal_eval(node.value)
-
-
-def test_unverified_pack_says_so(rendered):
-    content, groups = rendered
-    ctx, pack = groups[("lesson03_relu", "en")]["answer"]
-    final = finalize_pack(ctx, jinja_env(REPO / "templates"), pack, None)
-    assert b"NOT VERIFIED" in final.files["README.md"]
-    manifest = json.loads(final.files["manifest.json"])
-    assert manifest["verified"] is False and "NOT VERIFIED" in manifest["verification"]
-    assert set(manifest["files"]) == set(final.files) - {"manifest.json"}
-
-
-def test_strict_templates_fail_on_missing_variables(tmp_path):
-    (tmp_path / "pack").mkdir()
-    (tmp_path / "pack" / "x.j2").write_text("{{ nothing_here }}")
-    import jinja2
-    with pytest.raises(jinja2.UndefinedError):
-        jinja_env(tmp_path).get_template("pack/x.j2").render()
+    from tests.conftest import lesson_data
+    return lesson_data(source)

@@ -11,9 +11,6 @@
 Each run of the student's code happens in a child process, so a kernel that hangs or crashes
 fails its case with a reason and this script always ends.
 """
-# The data block below is written by coursepack when it builds the pack.
-LESSON = {}  # coursepack:data
-
 import argparse
 import io
 import json
@@ -29,6 +26,9 @@ import time
 import tokenize
 import zlib
 from pathlib import Path
+
+# The data block below is written by coursepack when it builds the pack.
+LESSON = {}  # coursepack:data
 
 BLANK = "______"
 POISON = -1024.0          # exact in float32, float16 and bfloat16; ReLU never outputs it
