@@ -4,7 +4,7 @@
 
 PYTHON ?=
 RUNNER ?= auto
-JOBS ?= 2
+JOBS ?=
 ARGS ?=
 VENV := .venv
 
@@ -21,10 +21,10 @@ export PYTHONPATH := $(CURDIR)$(if $(PYTHONPATH),:$(PYTHONPATH))
 .PHONY: packs verify test test-gpu golden bench clean distclean
 
 packs: $(SETUP)
-	$(PY) -m generator build --runner $(RUNNER) -j $(JOBS) $(ARGS)
+	$(PY) -m generator build --runner $(RUNNER) $(if $(JOBS),-j $(JOBS)) $(ARGS)
 
 verify: $(SETUP)
-	$(PY) -m generator verify --runner $(RUNNER) -j $(JOBS) $(ARGS)
+	$(PY) -m generator verify --runner $(RUNNER) $(if $(JOBS),-j $(JOBS)) $(ARGS)
 
 test: $(SETUP)
 	$(PY) -m pytest -q $(ARGS)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import shutil
 import sys
 import time
@@ -36,7 +37,7 @@ class BuildOptions:
     runner: str = "auto"
     python: str | None = None
     runner_command: str | None = None
-    jobs: int = 2
+    jobs: int = min(8, os.cpu_count() or 2)
     notebook: bool = True
     lessons: tuple[str, ...] = ()
     locales: tuple[str, ...] = ()
@@ -198,6 +199,7 @@ def _verify_groups(groups, options: BuildOptions, out: Path, result: BuildResult
     cache = V.Cache(out / "cache" / "verify")
     entries = cache.index()
     records = {}
+    benches: dict[str, tuple[str, dict]] = {}
     for key, editions in groups.items():
         lesson_id, locale = key
         ctx = editions["answer"][0]
@@ -221,13 +223,16 @@ def _verify_groups(groups, options: BuildOptions, out: Path, result: BuildResult
             job = V.Job(label, lesson_id, locale, ctx.lesson.spec, write_tree(answer, job_dir),
                         write_tree(exercise, job_dir), mistakes, job_dir / "mistakes")
             steps = V.run_job(runner, job, options.notebook, options.jobs,
-                              gpu=bool(info["cuda"]) and runner.kind != "interpreter")
+                              gpu=bool(info["cuda"]) and runner.kind != "interpreter",
+                              shared_bench=benches.get(lesson_id))
             record = V.record(runner, info, steps, time.monotonic() - started)
             cache.put(cache_key, {"content_key": content_key, "record": record, "pack": label})
             entries.append({"content_key": content_key, "record": record})
             result.cached[label] = False
             for step in steps:
                 progress(f"       {'ok  ' if step.ok else 'FAIL'} {step.name:24} {step.seconds:6.1f} s  {step.detail}")
+        if record.get("bench") and lesson_id not in benches:
+            benches[lesson_id] = (locale, record["bench"])
         result.verification[label] = record
         result.disagreements[label] = V.disagreements(entries, content_key)
         if not record["passed"]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -29,7 +30,8 @@ def _runner_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--runner-command", help="for --runner command: a template with {cwd} and {cmd} or "
                                                  "{shell_cmd}, e.g. 'ssh gpu01 {shell_cmd}' or "
                                                  "'srun --gres=gpu:1 --chdir {cwd} {cmd}'")
-    parser.add_argument("-j", "--jobs", type=int, default=2, help="verification steps run at once (default: 2)")
+    parser.add_argument("-j", "--jobs", type=int, default=min(8, os.cpu_count() or 2),
+                        help="verification steps run at once (default: the CPU count, at most 8: %(default)s)")
     parser.add_argument("--no-notebook", action="store_true",
                         help="skip executing the answer notebook (needs nbclient and ipykernel on the runner)")
 
@@ -53,7 +55,8 @@ def parser() -> argparse.ArgumentParser:
 def _options(args: argparse.Namespace, verify: bool) -> BuildOptions:
     return BuildOptions(content=args.content, templates=args.templates, out=args.out, verify=verify,
                         runner=getattr(args, "runner", "auto"), python=getattr(args, "python", None),
-                        runner_command=getattr(args, "runner_command", None), jobs=getattr(args, "jobs", 2),
+                        runner_command=getattr(args, "runner_command", None),
+                        jobs=getattr(args, "jobs", None) or min(8, os.cpu_count() or 2),
                         notebook=not getattr(args, "no_notebook", False),
                         lessons=tuple(args.lesson), locales=tuple(args.locale))
 
