@@ -15,14 +15,14 @@ probe)
 packs)
   rm -rf build
   say "make packs (cuda runner, cold: no verification cache, no Triton cache)"
-  /usr/bin/time -f "wall %e s" make packs PYTHON=python3 RUNNER=cuda 2> RUNNER=cuda JOBS=4 2>&11 | tee -a "$LOG"
+  /usr/bin/time -f "wall %e s" make packs PYTHON=python3 RUNNER=cuda 2>&1 | tee -a "$LOG"
   cp build/report.md "$OUT/report_cuda.md"; cp build/report.json "$OUT/report_cuda.json"
   sha256sum build/dist/*.zip | tee -a "$LOG"
   say "make packs again (no-op)"; /usr/bin/time -f "wall %e s" make packs PYTHON=python3 RUNNER=cuda 2>&1 | tail -2 | tee -a "$LOG"
   sha256sum build/dist/*.zip | tee -a "$LOG"
   say "re-verify with Triton's cache warm (verification cache dropped)"
   rm -rf build/cache/verify build/cache/last_build.json
-  /usr/bin/time -f "wall %e s" make packs PYTHON=python3 RUNNER=cuda 2> RUNNER=cuda JOBS=4 2>&11 | grep -E "verify lesson|ok   answer|bench|done|wall" | tee -a "$LOG" ;;
+  /usr/bin/time -f "wall %e s" make packs PYTHON=python3 RUNNER=cuda 2>&1 | grep -E "verify lesson|ok   answer|bench|done|wall" | tee -a "$LOG" ;;
 interp)
   say "verify with the interpreter runner"; /usr/bin/time -f "wall %e s" make verify PYTHON=python3 RUNNER=interpreter 2>&1 | tail -30 | tee -a "$LOG"
   cp build/report.md "$OUT/report_interp.md" ;;

@@ -8,4 +8,4 @@ if ls .whl/*.whl >/dev/null 2>&1; then
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/coursepack-site .whl/*.whl
   export PYTHONPATH="/tmp/coursepack-site${PYTHONPATH:+:$PYTHONPATH}"
 fi
-make packs PYTHON=python3 RUNNER="${RUNNER:-cuda}" JOBS="${JOBS:-4}"
+make packs PYTHON=python3 RUNNER="${RUNNER:-cuda}" ${JOBS:+JOBS="$JOBS"}
