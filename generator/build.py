@@ -16,7 +16,9 @@ from pathlib import Path
 from typing import Callable
 
 from generator.archive import recover_dir, replace_dir, write_tree, zip_pack
-from generator.errors import CoursepackError, VerificationError
+from generator.errors import CoursepackError, ProblemCollector, VerificationError
+from generator.i18n import is_critical
+from generator.yamlio import load_yaml
 from generator.leaks import LeakError, fingerprints, scan_files, scan_zip
 from generator.loader import CourseContent, load_content
 from generator.pack import EDITIONS, Pack
@@ -51,6 +53,7 @@ class BuildResult:
     cached: dict[str, bool] = field(default_factory=dict)
     seconds: float = 0.0
     failed: list[str] = field(default_factory=list)
+    fallbacks: list[dict] = field(default_factory=list)
 
 
 Progress = Callable[[str], None]
@@ -144,10 +147,32 @@ def _runner_stamp(options: BuildOptions) -> str:
     return runner.identity() + json.dumps(runner.probe(options.out, probes / f"{runner.kind}.json"), sort_keys=True)
 
 
+def release_gate(content: CourseContent) -> list[dict]:
+    """Fallbacks a release may carry (marked prose), after refusing the ones it may not:
+    missing or stale reference answers and checker messages."""
+    problems = ProblemCollector(content.root.parent)
+    fallbacks = []
+    for state in content.translations:
+        doc = None
+        for kind, found in (("missing", state.missing), ("stale", state.stale)):
+            for unit in found:
+                fallbacks.append({"file": problems.rel(state.path), "locale": state.locale, "unit": unit, "kind": kind})
+                if is_critical(unit):
+                    doc = doc or load_yaml(state.path, ProblemCollector(content.root))
+                    line, column = doc.position(tuple(int(p) if p.isdigit() else p for p in unit.split("."))) if doc else (0, 0)
+                    problems.add(state.path, f"{kind} in {state.locale}: a release never falls back on reference answers "
+                                 "or checker messages (see `coursepack i18n status`)", unit, line, column)
+    problems.raise_if_any()
+    return fallbacks
+
+
 def _build(options: BuildOptions, progress: Progress, started: float) -> BuildResult:
     result = BuildResult()
     progress("load   content")
     content = load_content(options.content)
+    result.fallbacks = release_gate(content)
+    for item in result.fallbacks:
+        progress(f"note   {item['file']}: {item['unit']} is {item['kind']}; shown with a marker")
     groups = render_all(content, options)
     progress(f"render {sum(len(g) for g in groups.values())} packs ({len(groups)} lesson x locale)")
     out = options.out

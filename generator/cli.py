@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 from pathlib import Path
@@ -49,6 +50,21 @@ def parser() -> argparse.ArgumentParser:
     c = sub.add_parser("check", help="load and validate the content, render in memory, scan for leaks; write nothing")
     _common(c)
     sub.add_parser("clean", help="remove build outputs (keeps the verification cache)")
+    i18n = sub.add_parser("i18n", help="translators' tools: status, bless, new")
+    isub = i18n.add_subparsers(dest="i18n_command", required=True)
+    st = isub.add_parser("status", help="units ok, missing, stale (with source diffs) or extra; exit 1 if any need work")
+    st.add_argument("locale", nargs="?")
+    st.add_argument("--json", action="store_true")
+    st.add_argument("--content", type=Path, default=REPO / "content")
+    bl = isub.add_parser("bless", help="stamp reviewed units with the current source hash (keeps the file's layout)")
+    bl.add_argument("locale")
+    bl.add_argument("--unit", action="append", default=[], help="unit id, e.g. questions.q1.answer (repeatable)")
+    bl.add_argument("--all-stale", action="store_true", help="stamp every stale unit that has a translation")
+    bl.add_argument("--lesson", help="only this lesson's text file")
+    bl.add_argument("--content", type=Path, default=REPO / "content")
+    nw = isub.add_parser("new", help="skeleton files for a new language, added to course.yaml")
+    nw.add_argument("locale")
+    nw.add_argument("--content", type=Path, default=REPO / "content")
     return top
 
 
@@ -59,6 +75,23 @@ def _options(args: argparse.Namespace, verify: bool) -> BuildOptions:
                         jobs=getattr(args, "jobs", None) or min(8, os.cpu_count() or 2),
                         notebook=not getattr(args, "no_notebook", False),
                         lessons=tuple(args.lesson), locales=tuple(args.locale))
+
+
+def _i18n(args: argparse.Namespace) -> int:
+    from generator import translate
+    if args.i18n_command == "status":
+        report = translate.status(args.content, args.locale)
+        print(json.dumps(report, ensure_ascii=False, indent=1) if args.json else translate.render_status(report))
+        return EXIT_OK if report["clean"] else EXIT_ERROR
+    if args.i18n_command == "bless":
+        if not args.unit and not args.all_stale:
+            raise CoursepackError("say which units to stamp: --unit ID (repeatable) or --all-stale")
+        stamped = translate.bless(args.content, args.locale, args.unit, args.all_stale, args.lesson)
+        print("\n".join(f"stamped {line}" for line in stamped) or "nothing to stamp")
+        return EXIT_OK
+    created = translate.new_locale(args.content, args.locale)
+    print("\n".join(f"wrote {path}" for path in created))
+    return EXIT_OK
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -77,6 +110,8 @@ def main(argv: list[str] | None = None) -> int:
             print("content is valid; every pack renders; no answer leaks")
         elif args.command == "clean":
             clean(BuildOptions())
+        elif args.command == "i18n":
+            return _i18n(args)
     except CoursepackError as exc:
         print(f"coursepack: error: {exc}", file=sys.stderr)
         return EXIT_ERROR

@@ -9,6 +9,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from generator.codegen import CodeMarkerError, SolutionSource, parse_solution
+from generator.i18n import HASHES, TranslationState, merge, protected_problems, units
 from generator.markdown import unit_problems
 from generator.errors import ProblemCollector
 from generator.model import Course, LessonSpec, LessonText, Locale
@@ -35,6 +36,7 @@ class CourseContent:
     course: Course
     locales: dict[str, Locale]
     lessons: dict[str, Lesson]
+    translations: list[TranslationState]
 
     @property
     def published(self) -> list[Lesson]:
@@ -50,17 +52,46 @@ def load_content(root: Path) -> CourseContent:
         problems.raise_if_any()
     assert course is not None  # for the type checker: raise_if_any raised otherwise
     _check_course(course, root, problems)
-    locales = {code: loc for code in course.locales
-               if (loc := _model(_inside(root, Path("locales") / f"{code}.yaml", problems), Locale, problems))}
+    states: list[TranslationState] = []
+    locales = _load_locales(root, course, problems, states)
     _check_locales(course, locales, root, problems)
     lessons = {}
     for entry in course.lessons:
         if entry.status == "published":
-            lesson = _load_lesson(root, entry.id, course, problems)
+            lesson = _load_lesson(root, entry.id, course, locales, problems, states)
             if lesson is not None:
                 lessons[entry.id] = lesson
     problems.raise_if_any()
-    return CourseContent(root, course, locales, lessons)
+    return CourseContent(root, course, locales, lessons, states)
+
+
+def _markers(locale: Locale | None, fallback: Locale | None) -> dict[str, str]:
+    chosen = locale or fallback
+    if chosen is None:
+        return {"missing": "not yet translated", "stale": "the translation may be out of date"}
+    return {"missing": chosen.pack.i18n_missing, "stale": chosen.pack.i18n_stale}
+
+
+def _load_locales(root: Path, course: Course, problems: ProblemCollector,
+                  states: list[TranslationState]) -> dict[str, Locale]:
+    source_path = _inside(root, Path("locales") / f"{course.source_locale}.yaml", problems)
+    source_doc = _doc(source_path, problems)
+    source = None if source_doc is None else _validate(source_doc, source_doc.data, Locale, problems)
+    locales = {course.source_locale: source} if source is not None else {}
+    for code in course.locales:
+        if code != course.source_locale:
+            path = _inside(root, Path("locales") / f"{code}.yaml", problems)
+            own = _doc(path, problems) if "__outside__" not in path.parts else None
+            own_markers = (own.data.get("pack") or {}) if own is not None else {}
+            markers = _markers(None, source)
+            if isinstance(own_markers, dict):
+                markers = {"missing": own_markers.get("i18n_missing") or markers["missing"],
+                           "stale": own_markers.get("i18n_stale") or markers["stale"]}
+            problems_before = len(problems.problems)
+            locale = _translated(source_doc, path, Locale, code, markers, problems, states) if own else None
+            if locale is not None and len(problems.problems) == problems_before:
+                locales[code] = locale
+    return locales
 
 
 def _inside(root: Path, relative: Path, problems: ProblemCollector) -> Path:
@@ -74,7 +105,7 @@ def _inside(root: Path, relative: Path, problems: ProblemCollector) -> Path:
     return path
 
 
-def _model(path: Path, model: type[M], problems: ProblemCollector) -> M | None:
+def _doc(path: Path, problems: ProblemCollector) -> YamlDoc | None:
     if "__outside__" in path.parts:
         return None
     doc = load_yaml(path, problems)
@@ -83,8 +114,17 @@ def _model(path: Path, model: type[M], problems: ProblemCollector) -> M | None:
     if not isinstance(doc.data, dict):
         problems.add(path, "expected a mapping of keys at the top level", line=1, column=1)
         return None
+    return doc
+
+
+def _model(path: Path, model: type[M], problems: ProblemCollector) -> M | None:
+    doc = _doc(path, problems)
+    return None if doc is None else _validate(doc, doc.data, model, problems)
+
+
+def _validate(doc: YamlDoc, data: Any, model: type[M], problems: ProblemCollector) -> M | None:
     try:
-        validated = model.model_validate(doc.data)
+        validated = model.model_validate(data)
     except ValidationError as exc:
         for error in exc.errors():
             _report(doc, error, problems)
@@ -92,6 +132,39 @@ def _model(path: Path, model: type[M], problems: ProblemCollector) -> M | None:
     if model is LessonText or model is Locale:
         _check_prose(doc, doc.data, (), problems)
     return validated
+
+
+def _translated(source: YamlDoc | None, path: Path, model: type[M], locale: str, markers: dict[str, str],
+                problems: ProblemCollector, states: list[TranslationState]) -> M | None:
+    """A translation merged over its source: missing units fall back, visibly marked; stale
+    units are marked; protected tokens must match the source's."""
+    doc = _doc(path, problems)
+    if doc is None or source is None:
+        return None
+    stamps = doc.data.get(HASHES) or {}
+    if not isinstance(stamps, dict):
+        line, column = doc.position((HASHES,))
+        problems.add(path, "expected a mapping of unit ids to hashes", HASHES, line, column)
+        stamps = {}
+    state = TranslationState(path, locale, source.path, stamps=stamps)
+    merged = merge(source.data, doc.data, stamps, markers, state)
+    source_units, own_units = units(source.data), units(doc.data)
+    for unit in state.extra:
+        problems.add(path, "extra item: the source has fewer", unit, *doc.position(_keypath(unit)))
+    for unit, text in own_units.items():
+        if unit in source_units and text.strip():
+            for message in protected_problems(unit, source_units[unit], text):
+                problems.add(path, message, unit, *doc.position(_keypath(unit)))
+    for unit in stamps:
+        if unit not in source_units:
+            line, column = doc.position((HASHES, unit), of_key=True)
+            problems.add(path, "stamp for a unit the source does not have", f"{HASHES}.{unit}", line, column)
+    states.append(state)
+    return _validate(doc, merged, model, problems)
+
+
+def _keypath(unit: str) -> KeyPath:
+    return tuple(int(part) if part.isdigit() else part for part in unit.split("."))
 
 
 def _check_prose(doc: YamlDoc, node: Any, keypath: KeyPath, problems: ProblemCollector) -> None:
@@ -197,7 +270,8 @@ def _same_keys(path: Path, where: str, have: set[str], want: set[str], what: str
         problems.add(path, f"unknown key (not in {what})", f"{where}.{key}")
 
 
-def _load_lesson(root: Path, lesson_id: str, course: Course, problems: ProblemCollector) -> Lesson | None:
+def _load_lesson(root: Path, lesson_id: str, course: Course, locales: dict[str, Locale],
+                 problems: ProblemCollector, states: list[TranslationState]) -> Lesson | None:
     folder = _inside(root, Path("lessons") / lesson_id, problems)
     if "__outside__" in folder.parts:
         return None
@@ -213,8 +287,15 @@ def _load_lesson(root: Path, lesson_id: str, course: Course, problems: ProblemCo
         _check_checks(spec, spec_path, problems)
         solution = _load_solution(root, folder, spec, problems)
     texts = {}
+    source_path = _inside(root, Path("lessons") / lesson_id / f"text.{course.source_locale}.yaml", problems)
+    source_doc = _doc(source_path, problems)
     for code in course.locales:
-        text = _model(_inside(root, Path("lessons") / lesson_id / f"text.{code}.yaml", problems), LessonText, problems)
+        path = _inside(root, Path("lessons") / lesson_id / f"text.{code}.yaml", problems)
+        if code == course.source_locale:
+            text = None if source_doc is None else _validate(source_doc, source_doc.data, LessonText, problems)
+        else:
+            markers = _markers(locales.get(code), locales.get(course.source_locale))
+            text = _translated(source_doc, path, LessonText, code, markers, problems, states)
         if text is not None and spec is not None:
             _check_text(text, spec, solution, folder / f"text.{code}.yaml", problems)
         texts[code] = text

@@ -81,6 +81,8 @@ class PackTexts(Strict):
     notebook_check: Text
     notebook_gpu: Text
     notebook_interpreter: Text
+    i18n_missing: Text
+    i18n_stale: Text
     measured_intro: Text
     measured_relu: Text
     measured_fusion: Text

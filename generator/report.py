@@ -22,6 +22,7 @@ def report_data(options: "BuildOptions", result: "BuildResult") -> dict:
                          for key, rec in result.verification.items()},
         "cached": result.cached,
         "gpu_vs_interpreter": result.disagreements,
+        "translation_fallbacks": result.fallbacks,
     }
 
 
@@ -54,6 +55,10 @@ def report_markdown(data: dict) -> str:
             lines += ["GPU and interpreter disagree:", "", "| step | case | GPU | interpreter |", "|---|---|---|---|"]
             lines += [f"| {d['step']} | {d['case']} | {d['gpu']} | {d['interpreter']} |" for d in diffs]
             lines.append("")
+    if data["translation_fallbacks"]:
+        lines += ["## Translation fallbacks (marked in the packs)", "", "| file | unit | state |", "|---|---|---|"]
+        lines += [f"| {f['file']} | {f['unit']} | {f['kind']} |" for f in data["translation_fallbacks"]]
+        lines.append("")
     if data["failed"]:
         lines += ["## Failures", ""] + [f"- {f}" for f in data["failed"]] + [""]
     lines += ["## Zips", "", "| file | sha256 |", "|---|---|"]

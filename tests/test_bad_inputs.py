@@ -43,6 +43,18 @@ def remove(rel):
     return apply
 
 
+def empty_unit(root: Path, rel: str, keypath: tuple) -> None:
+    from ruamel.yaml import YAML
+    yaml = YAML(typ="rt")
+    data = yaml.load((root / rel).read_text(encoding="utf-8"))
+    node = data
+    for key in keypath[:-1]:
+        node = node[key]
+    node[keypath[-1]] = ""
+    with open(root / rel, "w", encoding="utf-8") as f:
+        yaml.dump(data, f)
+
+
 def symlink_out(root: Path):
     outside = root / "outside.yaml"
     outside.write_bytes((root / EN).read_bytes())
@@ -63,7 +75,8 @@ CORPUS = [
     ("wrong_type_list", replace(EN, "recap: >-", "recap: [a, b]\nrecap_old: >-"), "recap: expected text", True),
     ("wrong_type_map", replace(ZH, "role: >-", "role:\n  nested: x\nrole_old: >-"), "role: expected text", True),
     ("unknown_key", replace(EN, "  q2:\n    prompt:", "  q2:\n    promt:"), "unknown key", True),
-    ("missing_key", replace(EN, "references_note:", "references_notes:"), "references_note: missing", True),
+    ("missing_key", replace(ZH, "references_note:", "references_notes:"), "references_note: missing", True),
+    ("translation_unknown_key", replace(EN, "references_note:", "references_notes:"), "references_notes: unknown key", True),
     ("missing_text_file", remove(EN), "file not found", False),
     ("missing_locale_file", remove(LOC_EN), "file not found", False),
     ("missing_solution", remove(SOL), "file not found", False),
@@ -105,11 +118,13 @@ CORPUS = [
     ("rubric_missing_key", replace(SPEC, "  pass_total: 8\n", ""), "rubric.pass_total: missing", True),
     ("too_few_hints", replace(EN, '  - "Full answer', '  #- "Full answer') if False else
      replace(EN, "hints:\n  - ", "hints:\n  - only one\nhints_old:\n  - "), "hints", True),
-    ("code_comment_missing", replace(EN, '  mask: "The last block', '  mask_: "The last block'),
+    ("code_comment_missing", replace(ZH, '  mask: 最后一个块', '  mask_: 最后一个块'),
      "code_comments.mask: missing", False),
     ("unbalanced_math", replace(EN, "ReLU fits\n    on one line:", "ReLU $fits\n    on one line:"), "unbalanced $", True),
     ("raw_html", replace(ZH, "学完本课后", "<script>alert(1)</script>学完本课后"), "raw HTML", True),
-    ("checker_message_missing", replace(LOC_EN, "  raised: ", "  raised_: "), "checker.raised: missing", False),
+    ("checker_message_missing", replace(LOC_EN, '  raised: "raised {text}"\n', ""), "checker.raised: missing in en", False),
+    ("answer_translation_missing", lambda root: empty_unit(root, EN, ("questions", "q3", "answer")),
+     "questions.q3.answer: missing in en: a release never falls back", True),
 ]
 
 

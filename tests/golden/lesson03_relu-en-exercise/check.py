@@ -285,7 +285,7 @@ LESSON = json.loads(r"""{
  ],
  "reasons": {
   "inf_wrong": "infinities are wrong: +inf must stay +inf and -inf must become 0.",
-  "nan_dropped": "NaN became 0.0. `NaN > 0.0` is False, and `tl.maximum` with default arguments returns the non-NaN operand; torch.relu keeps NaN. Try `python check.py --hint 3`.",
+  "nan_dropped": "NaN became 0.0. `NaN > 0.0` is False, and `tl.maximum` with default arguments returns the non-NaN operand; `torch.relu` keeps NaN. Try `python check.py --hint 3`.",
   "negatives_flipped": "negatives became their absolute value: ReLU turns negatives into 0, it does not negate them.",
   "not_clamped": "negatives were not clamped to 0: the output equals the input. The blank must take max(x, 0) of every element.",
   "positives_zeroed": "positive values became 0: this looks like a minimum where a maximum belongs.",

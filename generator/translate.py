@@ -1,0 +1,163 @@
+"""The translators' commands: `coursepack i18n status | bless | new`."""
+
+from __future__ import annotations
+
+import copy
+import io
+from pathlib import Path
+from typing import Any
+
+from ruamel.yaml import YAML
+from ruamel.yaml.comments import CommentedMap, CommentedSeq
+
+from generator.errors import CoursepackError
+from generator.i18n import HASHES, TranslationState, is_critical, load_snapshot, save_snapshot, unit_hash, units, word_diff
+from generator.loader import CourseContent, load_content
+from generator.yamlio import load_yaml
+from generator.errors import ProblemCollector
+
+
+def _round_trip() -> YAML:
+    """A YAML writer that keeps a translator's comments, quotes and layout."""
+    yaml = YAML(typ="rt")
+    yaml.preserve_quotes = True
+    yaml.width = 4096
+    yaml.indent(mapping=2, sequence=4, offset=2)
+    return yaml
+
+
+def _source_units(path: Path) -> dict[str, str]:
+    doc = load_yaml(path, ProblemCollector(path.parent))
+    return units(doc.data) if doc is not None else {}
+
+
+def status(content_root: Path, locale: str | None = None) -> dict:
+    """Per translation file: units ok, missing, stale (with word diffs of the source) and extra."""
+    content = load_content(content_root)
+    files = []
+    for state in content.translations:
+        if locale and state.locale != locale:
+            continue
+        source = _source_units(state.source_path)
+        stale = []
+        for unit in state.stale:
+            stamp = state.stamps.get(unit)
+            old = load_snapshot(content.root, stamp) if stamp else None
+            stale.append({"unit": unit, "stamp": stamp, "critical": is_critical(unit),
+                          "diff": word_diff(old, source[unit]) if old is not None else None,
+                          "why": "no stamp: never marked as translated" if not stamp else
+                                 ("source changed" if old is not None else "source changed (no snapshot of the old text)")})
+        files.append({"file": _rel(content, state.path), "locale": state.locale, "ok": len(state.ok),
+                      "missing": [{"unit": u, "critical": is_critical(u)} for u in state.missing],
+                      "stale": stale, "extra": state.extra})
+    clean = all(not f["missing"] and not f["stale"] and not f["extra"] for f in files)
+    return {"clean": clean, "files": files}
+
+
+def _rel(content: CourseContent, path: Path) -> str:
+    try:
+        return str(path.relative_to(content.root.parent))
+    except ValueError:
+        return str(path)
+
+
+def render_status(report: dict) -> str:
+    lines = []
+    for f in report["files"]:
+        lines.append(f"{f['file']} ({f['locale']}): {f['ok']} ok, {len(f['stale'])} stale, "
+                     f"{len(f['missing'])} missing, {len(f['extra'])} extra")
+        for item in f["missing"]:
+            lines.append(f"  missing  {item['unit']}{'  (blocks a release)' if item['critical'] else ''}")
+        for item in f["stale"]:
+            lines.append(f"  stale    {item['unit']}: {item['why']}{'  (blocks a release)' if item['critical'] else ''}")
+            if item["diff"]:
+                lines.append("           source: " + item["diff"].replace("\n", "\n                   "))
+        for unit in f["extra"]:
+            lines.append(f"  extra    {unit}")
+    lines.append("all translations are up to date" if report["clean"] else
+                 "translations need work: translate or update the units above, then "
+                 "`coursepack i18n bless LOCALE --unit ID` to stamp them")
+    return "\n".join(lines)
+
+
+def bless(content_root: Path, locale: str, unit_ids: list[str], all_stale: bool, lesson: str | None = None) -> list[str]:
+    """Stamp units of a locale with the current source hash (after a review); keep the file's layout."""
+    content = load_content(content_root)
+    if locale == content.course.source_locale:
+        raise CoursepackError(f"{locale} is the source language: its units are never stamped")
+    stamped = []
+    for state in content.translations:
+        if state.locale != locale or (lesson and f"/{lesson}/" not in state.path.as_posix()):
+            continue
+        source = _source_units(state.source_path)
+        own = _source_units(state.path)
+        wanted = [u for u in unit_ids if u in source] if unit_ids else []
+        if all_stale:
+            wanted += [u for u in state.stale if u not in wanted]
+        wanted = [u for u in wanted if own.get(u, "").strip()]   # never stamp an untranslated unit
+        if wanted:
+            _write_stamps(state.path, {u: save_snapshot(content.root, source[u]) for u in wanted})
+            stamped += [f"{_rel(content, state.path)}: {u}" for u in wanted]
+    unknown = [u for u in unit_ids if not any(s.endswith(f": {u}") for s in stamped)]
+    if unit_ids and unknown:
+        raise CoursepackError(f"not stamped (unknown unit, or not translated in {locale}): {', '.join(unknown)}")
+    return stamped
+
+
+def _write_stamps(path: Path, stamps: dict[str, str]) -> None:
+    yaml = _round_trip()
+    data = yaml.load(path.read_text(encoding="utf-8"))
+    table = data.get(HASHES)
+    if not isinstance(table, CommentedMap):
+        table = CommentedMap()
+        data[HASHES] = table
+    for unit, digest in sorted(stamps.items()):
+        table[unit] = digest
+    out = io.StringIO()
+    yaml.dump(data, out)
+    path.write_text(out.getvalue(), encoding="utf-8")
+
+
+def new_locale(content_root: Path, locale: str) -> list[Path]:
+    """Skeleton files for a new language (every unit empty, so everything starts as missing) and
+    the language added to course.yaml; no code changes."""
+    content = load_content(content_root)
+    if locale in content.course.locales:
+        raise CoursepackError(f"{locale} is already a language of the course")
+    source = content.course.source_locale
+    targets = [(content.root / "locales" / f"{source}.yaml", content.root / "locales" / f"{locale}.yaml")]
+    targets += [(lesson.folder / f"text.{source}.yaml", lesson.folder / f"text.{locale}.yaml")
+                for lesson in content.published]
+    yaml = _round_trip()
+    for src, dst in targets:
+        if dst.exists():
+            raise CoursepackError(f"{dst} already exists")
+        data = yaml.load(src.read_text(encoding="utf-8"))
+        _empty_leaves(data)
+        out = io.StringIO()
+        out.write(f"# {locale} translation of {src.name}. Fill in each value; keep the keys.\n"
+                  f"# Then stamp what you translated: coursepack i18n bless {locale} --unit ID (or --all-stale).\n")
+        yaml.dump(data, out)
+        dst.write_text(out.getvalue(), encoding="utf-8")
+    course_path = content.root / "course.yaml"
+    course = yaml.load(course_path.read_text(encoding="utf-8"))
+    course["locales"].append(locale)
+    out = io.StringIO()
+    yaml.dump(course, out)
+    course_path.write_text(out.getvalue(), encoding="utf-8")
+    return [dst for _, dst in targets] + [course_path]
+
+
+def _empty_leaves(node: Any) -> None:
+    if isinstance(node, CommentedMap):
+        for key in list(node):
+            if isinstance(node[key], (CommentedMap, CommentedSeq)):
+                _empty_leaves(node[key])
+            else:
+                node[key] = ""
+    elif isinstance(node, CommentedSeq):
+        for index, value in enumerate(node):
+            if isinstance(value, (CommentedMap, CommentedSeq)):
+                _empty_leaves(value)
+            else:
+                node[index] = ""
