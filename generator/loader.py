@@ -77,6 +77,8 @@ def _load_locales(root: Path, course: Course, problems: ProblemCollector,
     source_path = _inside(root, Path("locales") / f"{course.source_locale}.yaml", problems)
     source_doc = _doc(source_path, problems)
     source = None if source_doc is None else _validate(source_doc, source_doc.data, Locale, problems)
+    if source_doc is not None:
+        source_doc.valid = source is not None
     locales = {course.source_locale: source} if source is not None else {}
     for code in course.locales:
         if code != course.source_locale:
@@ -122,12 +124,16 @@ def _model(path: Path, model: type[M], problems: ProblemCollector) -> M | None:
     return None if doc is None else _validate(doc, doc.data, model, problems)
 
 
-def _validate(doc: YamlDoc, data: Any, model: type[M], problems: ProblemCollector) -> M | None:
+def _validate(doc: YamlDoc, data: Any, model: type[M], problems: ProblemCollector, own_only: bool = False) -> M | None:
+    """own_only: report only problems in the file's own keys (when a broken source filled the rest,
+    its problems are reported once, in the source file)."""
     try:
         validated = model.model_validate(data)
     except ValidationError as exc:
         for error in exc.errors():
-            _report(doc, error, problems)
+            if own_only and _data_path(data, error["loc"]) not in doc.value_pos:
+                continue
+            _report(doc, error, problems, data)
         return None
     if model is LessonText or model is Locale:
         _check_prose(doc, doc.data, (), problems)
@@ -155,12 +161,12 @@ def _translated(source: YamlDoc | None, path: Path, model: type[M], locale: str,
         if unit in source_units and text.strip():
             for message in protected_problems(unit, source_units[unit], text):
                 problems.add(path, message, unit, *doc.position(_keypath(unit)))
-    for unit in stamps:
+    for unit in stamps if source.valid else ():
         if unit not in source_units:
             line, column = doc.position((HASHES, unit), of_key=True)
             problems.add(path, "stamp for a unit the source does not have", f"{HASHES}.{unit}", line, column)
     states.append(state)
-    return _validate(doc, merged, model, problems)
+    return _validate(doc, merged, model, problems, own_only=not source.valid)
 
 
 def _keypath(unit: str) -> KeyPath:
@@ -184,8 +190,8 @@ def _check_prose(doc: YamlDoc, node: Any, keypath: KeyPath, problems: ProblemCol
                          column if not (offset or block) else 1)
 
 
-def _report(doc: YamlDoc, error: Any, problems: ProblemCollector) -> None:
-    keypath = _data_path(doc.data, error["loc"])
+def _report(doc: YamlDoc, error: Any, problems: ProblemCollector, data: Any = None) -> None:
+    keypath = _data_path(doc.data if data is None else data, error["loc"])
     kind = error["type"]
     if kind == "missing":
         line, column = doc.position(keypath[:-1])
@@ -289,10 +295,12 @@ def _load_lesson(root: Path, lesson_id: str, course: Course, locales: dict[str, 
     texts = {}
     source_path = _inside(root, Path("lessons") / lesson_id / f"text.{course.source_locale}.yaml", problems)
     source_doc = _doc(source_path, problems)
-    for code in course.locales:
+    for code in sorted(course.locales, key=lambda c: c != course.source_locale):   # the source first
         path = _inside(root, Path("lessons") / lesson_id / f"text.{code}.yaml", problems)
         if code == course.source_locale:
             text = None if source_doc is None else _validate(source_doc, source_doc.data, LessonText, problems)
+            if source_doc is not None:
+                source_doc.valid = text is not None
         else:
             markers = _markers(locales.get(code), locales.get(course.source_locale))
             text = _translated(source_doc, path, LessonText, code, markers, problems, states)

@@ -30,6 +30,7 @@ class YamlDoc:
     data: Any
     value_pos: dict[KeyPath, tuple[int, int]] = field(default_factory=dict)
     key_pos: dict[KeyPath, tuple[int, int]] = field(default_factory=dict)
+    valid: bool = True   # cleared when the file's content fails its schema
 
     def position(self, keypath: KeyPath, of_key: bool = False) -> tuple[int, int]:
         """Line and column (1-based) of the deepest known part of keypath."""
