@@ -12,7 +12,6 @@ import importlib.util
 
 import torch
 import triton
-import triton.language as tl
 
 FILLS = {
     "torch.relu": None,

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import copy
 import io
 from pathlib import Path
 from typing import Any
@@ -11,7 +10,7 @@ from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
 
 from generator.errors import CoursepackError
-from generator.i18n import HASHES, TranslationState, is_critical, load_snapshot, save_snapshot, unit_hash, units, word_diff
+from generator.i18n import HASHES, is_critical, load_snapshot, save_snapshot, units, word_diff
 from generator.loader import CourseContent, load_content
 from generator.yamlio import load_yaml
 from generator.errors import ProblemCollector

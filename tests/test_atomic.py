@@ -1,7 +1,6 @@
 """A build killed by a real signal at any moment leaves a whole build/dist: the old one or the new."""
 
 import os
-import shutil
 import signal
 import subprocess
 import sys

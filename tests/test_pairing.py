@@ -1,11 +1,9 @@
 """The answer edition minus the exercise edition is exactly the declared answer material."""
 
-import shutil
 
 import pytest
 
 from generator.build import BuildOptions, render_all
-from generator.errors import CoursepackError
 from generator.leaks import LeakError
 from generator.loader import load_content
 from tests.conftest import REPO

@@ -1,6 +1,5 @@
 """Rendering the real lesson: both editions from one path, valid notebooks, no leaks."""
 
-import json
 from pathlib import Path
 
 import nbformat
@@ -9,7 +8,6 @@ import pytest
 from generator.build import BuildOptions, render_all
 from generator.leaks import fingerprints, scan_files
 from generator.loader import load_content
-from generator.render import LessonContext, finalize_pack, jinja_env, render_pack
 
 REPO = Path(__file__).resolve().parent.parent
 

@@ -12,6 +12,7 @@ Each run of the student's code happens in a child process, so a kernel that hang
 fails its case with a reason and this script always ends.
 """
 import argparse
+import difflib
 import io
 import json
 import os
@@ -416,7 +417,6 @@ def review_edits(text):
     blank_index = LESSON["blank_line"] - 1
     head, _, tail = template[blank_index].partition(BLANK)
     pattern = re.compile(re.escape(head.strip()) + r"(.*)" + re.escape(tail.strip()) + "$")
-    import difflib
     fill, changed = None, []
     matcher = difflib.SequenceMatcher(a=[l.strip() for l in template], b=[l.strip() for l in mine], autojunk=False)
     for op, a0, a1, b0, b1 in matcher.get_opcodes():
@@ -600,7 +600,7 @@ def run_case(torch, fn, case, device):
 
 def classify(torch, inputs, expected, got, bad):
     """The most telling known mistake among the differing elements."""
-    x, e, g = inputs[bad], expected[bad], got[bad]
+    x, g = inputs[bad], got[bad]
     if bool((g == POISON).any()):
         return "unwritten"
     if bool((torch.isnan(x) & (g == 0)).any()):
@@ -803,7 +803,7 @@ def score(cases, results):
     return points
 
 
-def render_report(target, env, results, edits, fill, load_error, blank):
+def render_report(target, env, results, edits, load_error, blank):
     """All lines a student sees, and the overall status."""
     lines = [msg("title", lesson=LESSON["title"], locale=LESSON["locale"], edition=LESSON["edition_name"]),
              msg("file_line", file=target.display if target.cell is None else target.where(1).rsplit(",", 1)[0])]
@@ -982,7 +982,7 @@ def check(args, out=print, display=None):
             supervisor = Supervisor(target, args.timeout, args.interpreter)
             results = supervisor.run([c["id"] for c in LESSON["cases"]])
             env, load_error = supervisor.env, supervisor.load_error
-        lines, status = render_report(target, env, results, edits, fill, load_error, blank)
+        lines, status = render_report(target, env, results, edits, load_error, blank)
         if args.json:
             out(json.dumps(json_result(target, env, results, edits, fill, load_error, status),
                            ensure_ascii=False, indent=1))
