@@ -176,24 +176,16 @@ def _build(options: BuildOptions, progress: Progress, started: float) -> BuildRe
     groups = render_all(content, options)
     progress(f"render {sum(len(g) for g in groups.values())} packs ({len(groups)} lesson x locale)")
     out = options.out
-    out.mkdir(parents=True, exist_ok=True)
-    recover_dir(out / "dist")
     records = _verify_groups(groups, options, out, result, progress) if options.verify else {}
     staging = out / "dist.new"
     V.clear(staging)
     staging.mkdir()
-    finals: dict[str, Pack] = {}
-    for key, editions in groups.items():
-        record = records.get(key)
-        for ctx, pack in editions.values():
-            final = finalize_pack(ctx, jinja_env(options.templates), pack, record)
-            finals[final.name] = final
+    env = jinja_env(options.templates)
     leaks = []
     for (lesson_id, locale), editions in groups.items():
-        lesson = content.lessons[lesson_id]
-        prints = fingerprints(lesson, locale)
-        for edition, (ctx, _) in editions.items():
-            final = finals[f"{lesson_id}-{locale}-{edition}"]
+        prints = fingerprints(content.lessons[lesson_id], locale)
+        for edition, (ctx, pack) in editions.items():
+            final = finalize_pack(ctx, env, pack, records.get((lesson_id, locale)))
             data = zip_pack(final)
             if edition == "exercise":
                 leaks += scan_zip(data, prints, final.name + ".zip")
@@ -205,10 +197,10 @@ def _build(options: BuildOptions, progress: Progress, started: float) -> BuildRe
     result.seconds = time.monotonic() - started
     if result.failed:
         V.clear(staging)
-        write_reports(out, options, result, content)
+        write_reports(out, options, result)
         raise VerificationError("verification failed; build/dist was left as it was:\n" + "\n".join(result.failed))
     replace_dir(staging, out / "dist")
-    write_reports(out, options, result, content)
+    write_reports(out, options, result)
     progress(f"done   {len(result.zips)} zips in {out / 'dist'} ({result.seconds:.1f} s); report: {out / 'report.md'}")
     return result
 
@@ -284,5 +276,5 @@ def verify_only(options: BuildOptions, progress: Progress = _stderr) -> dict:
     options.out.mkdir(parents=True, exist_ok=True)
     _verify_groups(groups, options, options.out, result, progress)
     result.seconds = time.monotonic() - started
-    write_reports(options.out, options, result, content)
+    write_reports(options.out, options, result)
     return report_data(options, result)

@@ -7,7 +7,6 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from generator.build import BuildOptions, BuildResult
-    from generator.loader import CourseContent
 
 
 def report_data(options: "BuildOptions", result: "BuildResult") -> dict:
@@ -66,7 +65,7 @@ def report_markdown(data: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def write_reports(out, options: "BuildOptions", result: "BuildResult", content: "CourseContent") -> None:
+def write_reports(out, options: "BuildOptions", result: "BuildResult") -> None:
     data = report_data(options, result)
     (out / "report.json").write_text(json.dumps(data, ensure_ascii=False, indent=1, sort_keys=True) + "\n",
                                      encoding="utf-8")
