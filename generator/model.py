@@ -56,6 +56,7 @@ class Headings(Strict):
     references: Text
     navigation: Text
     measured: Text
+    veto: Text
 
 
 class PackTexts(Strict):
@@ -75,6 +76,7 @@ class PackTexts(Strict):
     planned_lesson: Text
     other_pack: Text
     hint_level: Text
+    colon: Text
     hint_level_names: list[Text] = Field(min_length=4, max_length=4)
     hint_answer_only: Text
     notebook_setup: Text
