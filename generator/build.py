@@ -18,7 +18,6 @@ from typing import Callable
 from generator.archive import recover_dir, replace_dir, write_tree, zip_pack
 from generator.errors import CoursepackError, ProblemCollector, VerificationError
 from generator.i18n import is_critical
-from generator.yamlio import load_yaml
 from generator.leaks import LeakError, fingerprints, scan_files, scan_zip
 from generator.loader import CourseContent, load_content
 from generator.pack import EDITIONS, Pack
@@ -153,15 +152,12 @@ def release_gate(content: CourseContent) -> list[dict]:
     problems = ProblemCollector(content.root.parent)
     fallbacks = []
     for state in content.translations:
-        doc = None
         for kind, found in (("missing", state.missing), ("stale", state.stale)):
             for unit in found:
                 fallbacks.append({"file": problems.rel(state.path), "locale": state.locale, "unit": unit, "kind": kind})
                 if is_critical(unit):
-                    doc = doc or load_yaml(state.path, ProblemCollector(content.root))
-                    line, column = doc.position(tuple(int(p) if p.isdigit() else p for p in unit.split("."))) if doc else (0, 0)
                     problems.add(state.path, f"{kind} in {state.locale}: a release never falls back on reference answers "
-                                 "or checker messages (see `coursepack i18n status`)", unit, line, column)
+                                 "or checker messages (see `coursepack i18n status`)", unit, *state.positions[unit])
     problems.raise_if_any()
     return fallbacks
 
@@ -237,7 +233,7 @@ def _verify_groups(groups, options: BuildOptions, out: Path, result: BuildResult
             started = time.monotonic()
             job_dir = work / label.replace("/", "-")
             V.clear(job_dir)
-            job = V.Job(label, lesson_id, locale, ctx.lesson.spec, write_tree(answer, job_dir),
+            job = V.Job(ctx.lesson.spec, write_tree(answer, job_dir),
                         write_tree(exercise, job_dir), mistakes, job_dir / "mistakes")
             steps = V.run_job(runner, job, options.notebook, options.jobs,
                               gpu=bool(info["cuda"]) and runner.kind != "interpreter",

@@ -106,6 +106,11 @@ def _argument_span(tree: ast.Module, line_text: str, line: int, match: re.Match[
     return start, end
 
 
+def blank_index(code: str) -> int | None:
+    """0-based index of the line that holds the blank (outside comments), if any."""
+    return next((i for i, line in enumerate(code.splitlines()) if BLANK in line.split("#")[0]), None)
+
+
 def render_code(source: SolutionSource, comments: dict[str, str], todo: str, answer: bool,
                 fill: str | None = None) -> str:
     """The kernel file for one edition and language (or with a given fill, for mistakes)."""

@@ -45,6 +45,11 @@ def units(data: Any, path: tuple = ()) -> dict[str, str]:
     return found
 
 
+def unit_keypath(unit: str) -> tuple:
+    """The YAML key path of a unit id (list positions are numbers)."""
+    return tuple(int(part) if part.isdigit() else part for part in unit.split("."))
+
+
 def is_critical(unit: str) -> bool:
     return any(pattern.match(unit) for pattern in CRITICAL)
 
@@ -61,6 +66,7 @@ class TranslationState:
     stale: list[str] = field(default_factory=list)
     extra: list[str] = field(default_factory=list)
     stamps: dict[str, str] = field(default_factory=dict)
+    positions: dict[str, tuple[int, int]] = field(default_factory=dict)   # of missing and stale units
 
     @property
     def clean(self) -> bool:

@@ -9,7 +9,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from generator.codegen import CodeMarkerError, SolutionSource, parse_solution
-from generator.i18n import HASHES, TranslationState, merge, protected_problems, units
+from generator.i18n import HASHES, TranslationState, merge, protected_problems, unit_keypath, units
 from generator.markdown import unit_problems
 from generator.errors import ProblemCollector
 from generator.model import Course, LessonSpec, LessonText, Locale
@@ -65,8 +65,8 @@ def load_content(root: Path) -> CourseContent:
     return CourseContent(root, course, locales, lessons, states)
 
 
-def _markers(locale: Locale | None, fallback: Locale | None) -> dict[str, str]:
-    chosen = locale or fallback
+def _markers(*candidates: Locale | None) -> dict[str, str]:
+    chosen = next((c for c in candidates if c is not None), None)
     if chosen is None:
         return {"missing": "not yet translated", "stale": "the translation may be out of date"}
     return {"missing": chosen.pack.i18n_missing, "stale": chosen.pack.i18n_stale}
@@ -82,15 +82,14 @@ def _load_locales(root: Path, course: Course, problems: ProblemCollector,
     locales = {course.source_locale: source} if source is not None else {}
     for code in course.locales:
         if code != course.source_locale:
-            path = _inside(root, Path("locales") / f"{code}.yaml", problems)
-            own = _doc(path, problems) if "__outside__" not in path.parts else None
+            own = _doc(_inside(root, Path("locales") / f"{code}.yaml", problems), problems)
             own_markers = (own.data.get("pack") or {}) if own is not None else {}
-            markers = _markers(None, source)
-            if isinstance(own_markers, dict):
+            markers = _markers(source)
+            if isinstance(own_markers, dict):   # the new language's own words for its markers, if it has them
                 markers = {"missing": own_markers.get("i18n_missing") or markers["missing"],
                            "stale": own_markers.get("i18n_stale") or markers["stale"]}
             problems_before = len(problems.problems)
-            locale = _translated(source_doc, path, Locale, code, markers, problems, states) if own else None
+            locale = _translated(source_doc, own, Locale, code, markers, problems, states)
             if locale is not None and len(problems.problems) == problems_before:
                 locales[code] = locale
     return locales
@@ -140,13 +139,13 @@ def _validate(doc: YamlDoc, data: Any, model: type[M], problems: ProblemCollecto
     return validated
 
 
-def _translated(source: YamlDoc | None, path: Path, model: type[M], locale: str, markers: dict[str, str],
+def _translated(source: YamlDoc | None, doc: YamlDoc | None, model: type[M], locale: str, markers: dict[str, str],
                 problems: ProblemCollector, states: list[TranslationState]) -> M | None:
     """A translation merged over its source: missing units fall back, visibly marked; stale
     units are marked; protected tokens must match the source's."""
-    doc = _doc(path, problems)
     if doc is None or source is None:
         return None
+    path = doc.path
     stamps = doc.data.get(HASHES) or {}
     if not isinstance(stamps, dict):
         line, column = doc.position((HASHES,))
@@ -155,22 +154,19 @@ def _translated(source: YamlDoc | None, path: Path, model: type[M], locale: str,
     state = TranslationState(path, locale, source.path, stamps=stamps)
     merged = merge(source.data, doc.data, stamps, markers, state)
     source_units, own_units = units(source.data), units(doc.data)
+    state.positions = {unit: doc.position(unit_keypath(unit)) for unit in state.missing + state.stale}
     for unit in state.extra:
-        problems.add(path, "extra item: the source has fewer", unit, *doc.position(_keypath(unit)))
+        problems.add(path, "extra item: the source has fewer", unit, *doc.position(unit_keypath(unit)))
     for unit, text in own_units.items():
         if unit in source_units and text.strip():
             for message in protected_problems(unit, source_units[unit], text):
-                problems.add(path, message, unit, *doc.position(_keypath(unit)))
+                problems.add(path, message, unit, *doc.position(unit_keypath(unit)))
     for unit in stamps if source.valid else ():
         if unit not in source_units:
             line, column = doc.position((HASHES, unit), of_key=True)
             problems.add(path, "stamp for a unit the source does not have", f"{HASHES}.{unit}", line, column)
     states.append(state)
     return _validate(doc, merged, model, problems, own_only=not source.valid)
-
-
-def _keypath(unit: str) -> KeyPath:
-    return tuple(int(part) if part.isdigit() else part for part in unit.split("."))
 
 
 def _check_prose(doc: YamlDoc, node: Any, keypath: KeyPath, problems: ProblemCollector) -> None:
@@ -183,11 +179,11 @@ def _check_prose(doc: YamlDoc, node: Any, keypath: KeyPath, problems: ProblemCol
         for index, value in enumerate(node):
             _check_prose(doc, value, keypath + (index,), problems)
     elif isinstance(node, str):
+        line, column = doc.position(keypath)
+        block = 1 if "\n" in node else 0   # a block scalar's text starts on the line after its key
         for offset, message in unit_problems(node):
-            line, column = doc.position(keypath)
-            block = 1 if "\n" in node else 0   # a block scalar's text starts on the next line
-            problems.add(doc.path, message, dotted(keypath), line + block + offset if offset or block else line,
-                         column if not (offset or block) else 1)
+            inside = block or offset   # past the value's first line: report the line's start
+            problems.add(doc.path, message, dotted(keypath), line + block + offset, 1 if inside else column)
 
 
 def _report(doc: YamlDoc, error: Any, problems: ProblemCollector, data: Any = None) -> None:
@@ -303,7 +299,7 @@ def _load_lesson(root: Path, lesson_id: str, course: Course, locales: dict[str, 
                 source_doc.valid = text is not None
         else:
             markers = _markers(locales.get(code), locales.get(course.source_locale))
-            text = _translated(source_doc, path, LessonText, code, markers, problems, states)
+            text = _translated(source_doc, _doc(path, problems), LessonText, code, markers, problems, states)
         if text is not None and spec is not None:
             _check_text(text, spec, solution, folder / f"text.{code}.yaml", problems)
         texts[code] = text

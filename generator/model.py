@@ -100,6 +100,10 @@ class Locale(Strict):
     pack: PackTexts
     checker: dict[Ident, Text]
 
+    def heading(self, lesson_id: str, number: int) -> str:
+        """'Lesson 3: <title>' in this language."""
+        return self.lesson_heading.format(number=number, title=self.lesson_titles[lesson_id])
+
 
 # ---- content/lessons/<id>/lesson.yaml (locale-neutral) ----------------------------------------
 

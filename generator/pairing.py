@@ -8,7 +8,7 @@ import difflib
 import json
 import re
 
-from generator.codegen import BLANK
+from generator.codegen import BLANK, blank_index
 from generator.loader import Lesson
 from generator.model import Locale
 from generator.pack import Pack
@@ -31,7 +31,7 @@ def edition_drift(exercise: Pack, answer: Pack, lesson: Lesson, ui: Locale, loca
     """lessons: the course's (id, number) pairs; navigation lines name each edition's own zip."""
     text = lesson.texts[locale]
     nav = [ui.pack.previous, ui.pack.next,
-           *[ui.lesson_heading.format(number=number, title=ui.lesson_titles[i]) for i, number in lessons]]
+           *[ui.heading(i, number) for i, number in lessons]]
     zips = {edition: [ui.pack.other_pack.format(name=f"{i}-{locale}-{edition}.zip") for i, _ in lessons]
             for edition in ("exercise", "answer")}
     blank_lines = _blank_lines(exercise.files[lesson.spec.kernel_file], answer.files[lesson.spec.kernel_file])
@@ -68,7 +68,7 @@ def edition_drift(exercise: Pack, answer: Pack, lesson: Lesson, ui: Locale, loca
 def _blank_lines(exercise: bytes, answer: bytes) -> tuple[str, str]:
     """The blank's line in each edition's kernel file (same line number in both)."""
     ex, an = exercise.decode("utf-8").splitlines(), answer.decode("utf-8").splitlines()
-    index = next((i for i, line in enumerate(ex) if BLANK in line.split("#")[0]), None)
+    index = blank_index(exercise.decode("utf-8"))
     if index is None or index >= len(an):
         return "", ""
     return ex[index], an[index]

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import jinja2
 
-from generator.codegen import BLANK, render_code
+from generator.codegen import blank_index, render_code
 from generator.errors import CoursepackError
 from generator.loader import CourseContent, Lesson
 from generator.markdown import check_markdown, parse, split_cells
@@ -71,7 +71,7 @@ class LessonContext:
 
     @property
     def heading(self) -> str:
-        return self.ui.lesson_heading.format(number=self.number, title=self.ui.lesson_titles[self.lesson.spec.id])
+        return self.ui.heading(self.lesson.spec.id, self.number)
 
     @property
     def edition_name(self) -> str:
@@ -154,7 +154,7 @@ def _navigation(ctx: LessonContext) -> list[dict]:
     for label, other in ((ctx.ui.pack.previous, index - 1), (ctx.ui.pack.next, index + 1)):
         if 0 <= other < len(entries):
             entry = entries[other]
-            heading = ctx.ui.lesson_heading.format(number=entry.number, title=ctx.ui.lesson_titles[entry.id])
+            heading = ctx.ui.heading(entry.id, entry.number)
             note = (ctx.ui.pack.planned_lesson if entry.status == "planned" else
                     ctx.ui.pack.other_pack.format(name=f"{entry.id}-{ctx.locale}-{ctx.edition}.zip"))
             links.append({"label": label, "heading": heading, "note": note})
@@ -163,8 +163,8 @@ def _navigation(ctx: LessonContext) -> list[dict]:
 
 def checker_data(ctx: LessonContext) -> dict:
     spec, text = ctx.lesson.spec, ctx.text
-    exercise_code = ctx.code(answer=False).splitlines()
-    blank_line = next(i for i, line in enumerate(exercise_code, 1) if BLANK in line.split("#")[0])
+    exercise = ctx.code(answer=False)
+    exercise_code, blank_line = exercise.splitlines(), blank_index(exercise) + 1
     return {
         "lesson": spec.id, "locale": ctx.locale, "edition": ctx.edition, "edition_name": ctx.edition_name,
         "title": text.checker.title, "module": spec.kernel_file, "entry": spec.entry,

@@ -260,9 +260,6 @@ def _why(result: RunResult, data: dict | None) -> str:
 class Job:
     """Verification of one lesson x locale: the two packs on disk and the mistake fills."""
 
-    key: str
-    lesson_id: str
-    locale: str
     spec: LessonSpec
     answer_dir: Path
     exercise_dir: Path
