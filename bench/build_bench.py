@@ -23,7 +23,7 @@ REPO = Path(__file__).resolve().parent.parent
 
 
 def make_course(root: Path, n: int) -> None:
-    shutil.copytree(REPO / "templates", root / "templates")
+    shutil.copytree(REPO / "generator" / "templates", root / "templates")
     content = root / "content"
     shutil.copytree(REPO / "content", content)
     source = content / "lessons" / "lesson03_relu"

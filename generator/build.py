@@ -27,13 +27,14 @@ from generator.report import report_data, write_reports
 from generator import verify as V
 
 REPO = Path(__file__).resolve().parent.parent
+TEMPLATES = Path(__file__).resolve().parent / "templates"   # built in; --templates overrides
 
 
 @dataclass
 class BuildOptions:
-    content: Path = REPO / "content"
-    templates: Path = REPO / "templates"
-    out: Path = REPO / "build"
+    content: Path = Path("content")
+    templates: Path = TEMPLATES
+    out: Path = Path("build")
     verify: bool = True
     runner: str = "auto"
     python: str | None = None

@@ -8,7 +8,7 @@ import os
 import sys
 from pathlib import Path
 
-from generator.build import REPO, BuildOptions, build, clean, render_all, verify_only
+from generator.build import TEMPLATES, BuildOptions, build, clean, render_all, verify_only
 from generator.errors import CoursepackError
 from generator.loader import load_content
 
@@ -16,9 +16,9 @@ EXIT_OK, EXIT_ERROR, EXIT_USAGE = 0, 1, 2
 
 
 def _common(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--content", type=Path, default=REPO / "content", help="content folder (default: %(default)s)")
-    parser.add_argument("--templates", type=Path, default=REPO / "templates", help="templates folder")
-    parser.add_argument("--out", type=Path, default=REPO / "build", help="output folder (default: %(default)s)")
+    parser.add_argument("--content", type=Path, default=Path("content"), help="content folder (default: ./content)")
+    parser.add_argument("--templates", type=Path, default=TEMPLATES, help="templates folder (default: the built-in ones)")
+    parser.add_argument("--out", type=Path, default=None, help="output folder (default: build/ beside the content folder)")
     parser.add_argument("--lesson", action="append", default=[], help="only this lesson id (repeatable)")
     parser.add_argument("--locale", action="append", default=[], help="only this locale (repeatable)")
 
@@ -55,21 +55,22 @@ def parser() -> argparse.ArgumentParser:
     st = isub.add_parser("status", help="units ok, missing, stale (with source diffs) or extra; exit 1 if any need work")
     st.add_argument("locale", nargs="?")
     st.add_argument("--json", action="store_true")
-    st.add_argument("--content", type=Path, default=REPO / "content")
+    st.add_argument("--content", type=Path, default=Path("content"))
     bl = isub.add_parser("bless", help="stamp reviewed units with the current source hash (keeps the file's layout)")
     bl.add_argument("locale")
     bl.add_argument("--unit", action="append", default=[], help="unit id, e.g. questions.q1.answer (repeatable)")
     bl.add_argument("--all-stale", action="store_true", help="stamp every stale unit that has a translation")
     bl.add_argument("--lesson", help="only this lesson's text file")
-    bl.add_argument("--content", type=Path, default=REPO / "content")
+    bl.add_argument("--content", type=Path, default=Path("content"))
     nw = isub.add_parser("new", help="skeleton files for a new language, added to course.yaml")
     nw.add_argument("locale")
-    nw.add_argument("--content", type=Path, default=REPO / "content")
+    nw.add_argument("--content", type=Path, default=Path("content"))
     return top
 
 
 def _options(args: argparse.Namespace, verify: bool) -> BuildOptions:
-    return BuildOptions(content=args.content, templates=args.templates, out=args.out, verify=verify,
+    return BuildOptions(content=args.content, templates=args.templates,
+                        out=args.out if args.out is not None else args.content.resolve().parent / "build", verify=verify,
                         runner=getattr(args, "runner", "auto"), python=getattr(args, "python", None),
                         runner_command=getattr(args, "runner_command", None),
                         jobs=getattr(args, "jobs", None) or min(8, os.cpu_count() or 2),

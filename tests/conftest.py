@@ -35,7 +35,7 @@ def pytest_collection_modifyitems(config, items):
 def content_copy(tmp_path: Path) -> Path:
     """A private copy of content/ and templates/ that a test may break."""
     shutil.copytree(REPO / "content", tmp_path / "content")
-    shutil.copytree(REPO / "templates", tmp_path / "templates")
+    shutil.copytree(REPO / "generator" / "templates", tmp_path / "templates")
     return tmp_path
 
 
@@ -54,7 +54,7 @@ def built(tmp_path_factory) -> Path:
     """One verified build (Triton interpreter) shared by the end-to-end tests; returns build/."""
     root = tmp_path_factory.mktemp("built")
     shutil.copytree(REPO / "content", root / "content")
-    shutil.copytree(REPO / "templates", root / "templates")
+    shutil.copytree(REPO / "generator" / "templates", root / "templates")
     build(options_for(root, runner="interpreter", jobs=2), progress=lambda _: None)
     return root / "build"
 

@@ -78,7 +78,7 @@ def test_bad_content_changes_nothing_in_dist(built, capsys):
 
 def test_no_verify_build_says_not_verified(tmp_path):
     shutil.copytree(REPO / "content", tmp_path / "content")
-    shutil.copytree(REPO / "templates", tmp_path / "templates")
+    shutil.copytree(REPO / "generator" / "templates", tmp_path / "templates")
     build(options_for(tmp_path, verify=False), progress=lambda _: None)
     with zipfile.ZipFile(tmp_path / "build" / "dist" / "lesson03_relu-en-answer.zip") as archive:
         readme = archive.read("lesson03_relu-en-answer/README.md").decode()
@@ -90,7 +90,7 @@ def test_no_verify_build_says_not_verified(tmp_path):
 def test_command_runner_runs_the_gate_through_a_shell_template(tmp_path):
     import sys
     shutil.copytree(REPO / "content", tmp_path / "content")
-    shutil.copytree(REPO / "templates", tmp_path / "templates")
+    shutil.copytree(REPO / "generator" / "templates", tmp_path / "templates")
     options = options_for(tmp_path, runner="command", runner_command="sh -c {shell_cmd}",
                           python=sys.executable, notebook=False, locales=("en",))
     result = build(options, progress=lambda _: None)
