@@ -22,7 +22,7 @@ from generator.leaks import LeakError, fingerprints, scan_files, scan_zip
 from generator.loader import CourseContent, load_content
 from generator.pack import EDITIONS, Pack
 from generator.pairing import edition_drift
-from generator.render import LessonContext, checker_data, finalize_pack, jinja_env, render_pack
+from generator.render import LessonContext, checker_data, finalize_pack, jinja_env, mistake_code, render_pack
 from generator.report import report_data, write_reports
 from generator import verify as V
 
@@ -218,7 +218,7 @@ def _verify_groups(groups, options: BuildOptions, out: Path, result: BuildResult
         lesson_id, locale = key
         ctx = editions["answer"][0]
         exercise, answer = editions["exercise"][1], editions["answer"][1]
-        mistakes = [(m, ctx.code(fill=m.fill, answer=False)) for m in ctx.lesson.spec.checks.mistakes]
+        mistakes = [(m, mistake_code(ctx, m)) for m in ctx.lesson.spec.checks.mistakes]
         content_key = cache.key(exercise.content_hash(), answer.content_hash(),
                                   json.dumps([m.model_dump() for m, _ in mistakes], sort_keys=True),
                                   str(options.notebook))

@@ -106,6 +106,12 @@ def _argument_span(tree: ast.Module, line_text: str, line: int, match: re.Match[
     return start, end
 
 
+def without_markers(text: str) -> str:
+    """The solution's code as the answer edition shows it, minus the comments students read."""
+    lines = [line for line in text.splitlines() if not TEXT_MARKER.fullmatch(line.strip())]
+    return "\n".join(BLANK_MARKER.sub("", line).rstrip() for line in lines) + "\n"
+
+
 def blank_index(code: str) -> int | None:
     """0-based index of the line that holds the blank (outside comments), if any."""
     return next((i for i, line in enumerate(code.splitlines()) if BLANK in line.split("#")[0]), None)

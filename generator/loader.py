@@ -2,22 +2,23 @@
 
 from __future__ import annotations
 
+import ast
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from generator.codegen import CodeMarkerError, SolutionSource, parse_solution
+from generator.codegen import CodeMarkerError, SolutionSource, parse_solution, without_markers
 from generator.i18n import HASHES, TranslationState, merge, protected_problems, unit_keypath, units
 from generator.markdown import unit_problems
 from generator.errors import ProblemCollector
 from generator.model import Course, LessonSpec, LessonText, Locale
 from generator.yamlio import KeyPath, YamlDoc, dotted, load_yaml, read_text
 
-# Reasons the checker can give for a failing case; every lesson text must explain each one.
-CHECKER_REASONS = ("unwritten", "nan_dropped", "not_clamped", "negatives_flipped", "positives_zeroed",
-                   "inf_wrong", "wrong_value", "wrote_past_end")
+# Reasons the generic checker gives for a failing case; every lesson text explains each one, plus
+# the lesson's own reasons (checks.reasons in lesson.yaml, returned by its reference.classify).
+GENERIC_REASONS = ("unwritten", "wrote_past_end", "wrong_value")
 M = TypeVar("M", bound=BaseModel)
 
 
@@ -28,6 +29,7 @@ class Lesson:
     texts: dict[str, LessonText]
     folder: Path
     files: dict[str, bytes]   # extra files shipped as they are, by their name in the pack
+    reference: str            # reference.py: the expected result in torch, embedded in check.py
 
 
 @dataclass(frozen=True)
@@ -280,14 +282,16 @@ def _load_lesson(root: Path, lesson_id: str, course: Course, locales: dict[str, 
     if not folder.is_dir():
         problems.add(root / "course.yaml", f"published lesson has no folder lessons/{lesson_id}/", "lessons")
         return None
-    spec = _model(_inside(root, Path("lessons") / lesson_id / "lesson.yaml", problems), LessonSpec, problems)
-    solution = None
+    spec_doc = _doc(_inside(root, Path("lessons") / lesson_id / "lesson.yaml", problems), problems)
+    spec = None if spec_doc is None else _validate(spec_doc, spec_doc.data, LessonSpec, problems)
+    solution = reference = None
     if spec is not None:
-        spec_path = folder / "lesson.yaml"
         if spec.id != lesson_id:
-            problems.add(spec_path, f"id '{spec.id}' does not match its folder '{lesson_id}'", "id")
-        _check_checks(spec, spec_path, problems)
+            problems.add(spec_doc.path, f"id '{spec.id}' does not match its folder '{lesson_id}'", "id",
+                         *spec_doc.position(("id",)))
         solution = _load_solution(root, folder, spec, problems)
+        reference = _load_reference(root, folder, spec, spec_doc, problems)
+        _check_checks(spec, spec_doc, solution, problems)
     texts = {}
     source_path = _inside(root, Path("lessons") / lesson_id / f"text.{course.source_locale}.yaml", problems)
     source_doc = _doc(source_path, problems)
@@ -304,9 +308,9 @@ def _load_lesson(root: Path, lesson_id: str, course: Course, locales: dict[str, 
             _check_text(text, spec, solution, folder / f"text.{code}.yaml", problems)
         texts[code] = text
     files = _load_files(root, folder, spec, problems) if spec is not None else {}
-    if spec is None or solution is None or None in texts.values() or len(files) != len(spec.files):
+    if spec is None or solution is None or reference is None or None in texts.values() or len(files) != len(spec.files):
         return None
-    return Lesson(spec, solution, texts, folder, files)
+    return Lesson(spec, solution, texts, folder, files, reference)
 
 
 def _load_files(root: Path, folder: Path, spec: LessonSpec, problems: ProblemCollector) -> dict[str, bytes]:
@@ -340,24 +344,81 @@ def _load_solution(root: Path, folder: Path, spec: LessonSpec, problems: Problem
         return None
 
 
-def _check_checks(spec: LessonSpec, path: Path, problems: ProblemCollector) -> None:
-    ids = [case.id for case in spec.checks.cases]
-    for index, case in enumerate(spec.checks.cases):
-        if case.size is None and not case.values:
-            problems.add(path, "a case needs 'size' or 'values'", f"checks.cases.{index}")
-        for value in case.values or []:
-            try:
-                float(value)
-            except ValueError:
-                problems.add(path, f"'{value}' is not a number (nan, inf, -inf and -0.0 are allowed)",
-                             f"checks.cases.{index}.values")
+def _load_reference(root: Path, folder: Path, spec: LessonSpec, doc: YamlDoc, problems: ProblemCollector) -> str | None:
+    path = _inside(root, folder.relative_to(root) / spec.checks.reference, problems)
+    text = None if "__outside__" in path.parts else read_text(path, problems)
+    if text is None:
+        return None
+    try:
+        tree = ast.parse(text)
+    except SyntaxError as exc:
+        problems.add(path, f"not valid Python: {exc.msg}", line=exc.lineno or 0, column=exc.offset or 0)
+        return None
+    defined = {node.name for node in tree.body if isinstance(node, ast.FunctionDef)}
+    if "reference" not in defined:
+        problems.add(path, "expected a function reference(...) that returns the expected output", line=1, column=1)
+        return None
+    return text
+
+
+def _check_checks(spec: LessonSpec, doc: YamlDoc, solution: SolutionSource | None, problems: ProblemCollector) -> None:
+    """What the schema cannot see: names that must match, shapes the values must fit, edits that
+    must apply."""
+    checks = spec.checks
+
+    def add(message: str, *keypath: Any) -> None:
+        problems.add(doc.path, message, dotted(("checks",) + keypath), *doc.position(("checks",) + keypath))
+
+    inputs = {item.name: item for item in checks.inputs}
+    for index, item in enumerate(checks.inputs):
+        if (item.shape is None) == (item.scalar is None):
+            add("an input needs exactly one of 'shape' (a tensor) or 'scalar' (a float and its default)", "inputs", index)
+    if len(inputs) != len(checks.inputs):
+        add("input names must be unique", "inputs")
+    if checks.poison != checks.poison or checks.poison in (float("inf"), float("-inf")):
+        add("the poison value must be a finite number", "poison")
+    ids = [case.id for case in checks.cases]
     if len(set(ids)) != len(ids):
-        problems.add(path, "case ids must be unique", "checks.cases")
-    for index, mistake in enumerate(spec.checks.mistakes):
+        add("case ids must be unique", "cases")
+    for index, case in enumerate(checks.cases):
+        _check_case(case, index, inputs, add)
+    for index, mistake in enumerate(checks.mistakes):
+        if (mistake.fill is None) == (mistake.replace is None):
+            add("a mistake needs exactly one of 'fill' (replaces the blank) or 'replace' (an edit of the answer code)",
+                "mistakes", index)
+        found = 1 if mistake.replace is None or solution is None else without_markers(solution.text).count(mistake.replace.old)
+        if found != 1:
+            add(f"'replace.old' must occur exactly once in the code of {spec.solution}, outside comments "
+                f"(found {found} times)", "mistakes", index, "replace", "old")
         named = mistake.fails if isinstance(mistake.fails, list) else mistake.fails.all_except
         for case_id in named:
             if case_id not in ids:
-                problems.add(path, f"unknown case '{case_id}'", f"checks.mistakes.{index}.fails")
+                add(f"unknown case '{case_id}'", "mistakes", index, "fails")
+
+
+def _check_case(case: Any, index: int, inputs: dict, add: Any) -> None:
+    for key in ("values", "layout"):
+        for name in getattr(case, key):
+            if name not in inputs:
+                add(f"'{name}' is not one of the inputs ({', '.join(inputs)})", "cases", index, key, name)
+    for name, item in inputs.items():
+        value = case.values.get(name)
+        if item.scalar is not None:
+            if isinstance(value, list):
+                add("a scalar input takes one value, not a list", "cases", index, "values", name)
+            continue
+        if isinstance(value, str):
+            add("a tensor input takes a list of values", "cases", index, "values", name)
+        if not case.dims:
+            if value is None or len(item.shape or []) != 1:
+                add(f"without 'dims' every tensor input needs its values as a 1-D list ('{name}' has none)",
+                    "cases", index)
+            continue
+        for dim in item.shape or []:
+            if isinstance(dim, str) and dim not in case.dims:
+                add(f"dims lacks '{dim}' (the shape of input '{name}')", "cases", index, "dims")
+        if case.layout.get(name) == "transposed" and len(item.shape or []) != 2:
+            add(f"layout 'transposed' needs a 2-D input; '{name}' has shape {item.shape}", "cases", index, "layout", name)
 
 
 def _check_text(text: LessonText, spec: LessonSpec, solution: SolutionSource | None, path: Path,
@@ -366,8 +427,8 @@ def _check_text(text: LessonText, spec: LessonSpec, solution: SolutionSource | N
     _same_keys(path, "questions", set(text.questions), set(spec.questions), "lesson.yaml", problems)
     _same_keys(path, "checker.cases", set(text.checker.cases), {c.id for c in spec.checks.cases},
                "lesson.yaml's cases", problems)
-    _same_keys(path, "checker.reasons", set(text.checker.reasons), set(CHECKER_REASONS),
-               "the checker's reasons", problems)
+    _same_keys(path, "checker.reasons", set(text.checker.reasons), set(GENERIC_REASONS) | set(spec.checks.reasons),
+               "the checker's reasons and lesson.yaml's checks.reasons", problems)
     if solution is not None:
         _same_keys(path, "code_comments", set(text.code_comments), set(solution.text_keys),
                    f"the @text markers in {spec.solution}", problems)

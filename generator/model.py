@@ -63,6 +63,7 @@ class PackTexts(Strict):
     edition_exercise: Text
     edition_answer: Text
     readme_intro: Text
+    readme_platforms_title: Text
     readme_setup: Text
     readme_check: Text
     readme_no_gpu: Text
@@ -86,9 +87,8 @@ class PackTexts(Strict):
     i18n_missing: Text
     i18n_stale: Text
     measured_intro: Text
-    measured_relu: Text
-    measured_fusion: Text
     measured_checks: Text
+    measured_placeholder: Text
 
 
 class Locale(Strict):
@@ -107,12 +107,33 @@ class Locale(Strict):
 
 # ---- content/lessons/<id>/lesson.yaml (locale-neutral) ----------------------------------------
 
+Dtype = Literal["float32", "float16", "bfloat16"]
+Layout = Literal["contiguous", "transposed", "sliced"]
+DimName = Annotated[str, StringConstraints(pattern=r"^[A-Za-z][A-Za-z0-9_]*$", max_length=32)]
+Number = Annotated[str, StringConstraints(pattern=r"^[+-]?(nan|inf|(\d+\.?\d*|\.\d+)(e[+-]?\d+)?)$")]
+
+
+class Draw(Strict):
+    low: float = -8.0
+    high: float = 8.0
+    alternate_signs: bool = False
+
+
+class Input(Strict):
+    """One argument of the entry function: a tensor of a declared shape, or a Python float."""
+    name: Ident
+    shape: list[DimName | Annotated[int, Field(ge=0)]] | None = Field(default=None, min_length=1, max_length=4)
+    draw: Draw | None = None
+    scalar: Number | None = None
+
+
 class Case(Strict):
     id: Ident
     group: Literal["normal", "boundary"]
-    dtype: Literal["float32", "float16", "bfloat16"] = "float32"
-    size: int | None = Field(default=None, ge=0, le=1 << 30)
-    values: list[str] | None = None
+    dtype: Dtype = "float32"
+    dims: dict[DimName, Annotated[int, Field(ge=0, le=1 << 30)]] = {}
+    values: dict[Ident, list[Number] | Number] = {}
+    layout: dict[Ident, Layout] = {}
     gpu_only: bool = False
 
 
@@ -120,15 +141,32 @@ class FailsExcept(Strict):
     all_except: list[Ident]
 
 
+class Replace(Strict):
+    old: Text
+    new: str
+
+
 class Mistake(Strict):
+    """Wrong code that verification proves the checker catches: a fill of the blank, or an edit
+    of the answer code."""
     id: Ident
-    fill: Text
+    fill: Text | None = None
+    replace: Replace | None = None
     fails: list[Ident] | FailsExcept
 
 
+class Tolerance(Strict):
+    rtol: float = Field(default=0.0, ge=0)
+    atol: float = Field(default=0.0, ge=0)
+
+
 class Checks(Strict):
-    block: int = Field(ge=1)
     timeout_s: int = Field(default=120, ge=1)
+    reference: FileName
+    poison: float
+    inputs: list[Input] = Field(min_length=1)
+    compare: dict[Dtype, Tolerance] = {}
+    reasons: list[Ident] = []
     cases: list[Case] = Field(min_length=1)
     mistakes: list[Mistake] = []
 
@@ -205,6 +243,10 @@ class CheckerText(Strict):
     reasons: dict[Ident, Text]
 
 
+class MeasuredText(Strict):
+    tables: dict[Ident, Text] = {}
+
+
 class LessonText(Strict):
     edition_note_exercise: Text
     edition_note_answer: Text
@@ -227,3 +269,4 @@ class LessonText(Strict):
     references: list[Reference]
     references_note: Text
     checker: CheckerText
+    measured: MeasuredText = MeasuredText()

@@ -41,3 +41,15 @@ def append_markdown_cell(data: bytes, source: str) -> bytes:
     notebook = nbformat.reads(data.decode("utf-8"), as_version=4)
     notebook.cells.append(_cell(Cell("markdown", source.strip("\n"), "measured"), len(notebook.cells)))
     return _write(notebook)
+
+
+def map_markdown(data: bytes, change) -> bytes:
+    """The notebook with change(text) applied to every markdown cell's source."""
+    notebook = nbformat.reads(data.decode("utf-8"), as_version=4)
+    before = [cell.source for cell in notebook.cells]
+    for cell in notebook.cells:
+        if cell.cell_type == "markdown":
+            cell.source = change(cell.source)
+    if [cell.source for cell in notebook.cells] == before:
+        return data
+    return _write(notebook)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -13,8 +14,8 @@ from generator.codegen import blank_index, render_code
 from generator.errors import CoursepackError
 from generator.loader import CourseContent, Lesson
 from generator.markdown import check_markdown, parse, split_cells
-from generator.model import LessonText, Locale
-from generator.notebook import append_markdown_cell, build_notebook
+from generator.model import LessonText, Locale, Mistake
+from generator.notebook import append_markdown_cell, build_notebook, map_markdown
 from generator.pack import Edition, Pack, manifest
 
 RUNTIME = Path(__file__).parent / "checker" / "runtime.py"
@@ -162,18 +163,36 @@ def _navigation(ctx: LessonContext) -> list[dict]:
 
 
 def checker_data(ctx: LessonContext) -> dict:
-    spec, text = ctx.lesson.spec, ctx.text
+    """The lesson's data block in check.py: everything the generic checker needs, nothing else."""
+    spec, text, checks = ctx.lesson.spec, ctx.text, ctx.lesson.spec.checks
     exercise = ctx.code(answer=False)
     exercise_code, blank_line = exercise.splitlines(), blank_index(exercise) + 1
     return {
         "lesson": spec.id, "locale": ctx.locale, "edition": ctx.edition, "edition_name": ctx.edition_name,
         "title": text.checker.title, "module": spec.kernel_file, "entry": spec.entry,
-        "timeout_s": spec.checks.timeout_s, "template": exercise_code, "blank_line": blank_line,
-        "cases": [case.model_dump(exclude_none=True) for case in spec.checks.cases],
+        "timeout_s": checks.timeout_s, "template": exercise_code, "blank_line": blank_line,
+        "inputs": [item.model_dump(exclude_none=True) for item in checks.inputs],
+        "cases": [case.model_dump(exclude_defaults=True) | {"group": case.group} for case in checks.cases],
+        "poison": checks.poison, "compare": {k: v.model_dump() for k, v in checks.compare.items()},
+        "reference": ctx.lesson.reference, "lesson_reasons": list(checks.reasons),
         "case_names": dict(text.checker.cases), "reasons": dict(text.checker.reasons),
         "messages": dict(ctx.ui.checker), "hints": ctx.hints, "hint_names": list(ctx.ui.pack.hint_level_names),
         "rubric": spec.rubric.model_dump(), "questions": list(spec.questions),
+        "bench": spec.bench, "bench_tables": dict(text.measured.tables),
+        "platform_section": ctx.ui.pack.readme_platforms_title,
     }
+
+
+def mistake_code(ctx: LessonContext, mistake: Mistake) -> str:
+    """A declared mistake as a kernel file: the blank filled wrongly, or the answer code edited."""
+    if mistake.fill is not None:
+        return ctx.code(fill=mistake.fill, answer=False)
+    answer = ctx.code(answer=True)
+    if answer.count(mistake.replace.old) != 1:
+        raise RenderError(f"{ctx.lesson.folder.name}/lesson.yaml: checks.mistakes.{mistake.id}.replace.old: "
+                          f"occurs {answer.count(mistake.replace.old)} times in the generated {ctx.lesson.spec.kernel_file}"
+                          " (expected once; is it inside a comment?)")
+    return answer.replace(mistake.replace.old, mistake.replace.new)
 
 
 def checker_source(ctx: LessonContext) -> str:
@@ -210,7 +229,13 @@ def _finalize_pack(ctx: LessonContext, env: jinja2.Environment, pack: Pack, veri
         hint_levels=len(ctx.hints), verification=_readme_verification(verification),
         files=[(name, descriptions.get(name, descriptions["kernel"])) for name in listed])
     files["README.md"] = readme.encode()
-    measured = _measured_section(ui, verification) if ctx.answer else ""
+    values = ((verification or {}).get("bench") or {}).get("values")
+    for name in ("lesson.md", "README.md"):
+        files[name] = fill_measured(files[name].decode(), values, ui.pack.measured_placeholder,
+                                    f"{pack.name}/{name}").encode()
+    files["lesson.ipynb"] = map_markdown(files["lesson.ipynb"], lambda text: fill_measured(
+        text, values, ui.pack.measured_placeholder, f"{pack.name}/lesson.ipynb"))
+    measured = _measured_section(ctx, verification) if ctx.answer else ""
     if measured:
         files["README.md"] += ("\n" + measured).encode()
         files["lesson.md"] += ("\n" + measured).encode()
@@ -223,20 +248,41 @@ def _finalize_pack(ctx: LessonContext, env: jinja2.Environment, pack: Pack, veri
     return final
 
 
-def _measured_section(ui: Locale, verification: dict | None) -> str:
+def _measured_section(ctx: LessonContext, verification: dict | None) -> str:
     """The bench's own numbers from the verification run, as Markdown tables (never hand-typed)."""
     bench = (verification or {}).get("bench")
     if not bench:
         return ""
-    lines = [f"## {ui.headings.measured}", "", ui.pack.measured_intro.format(**bench), ""]
-    for title, key in ((ui.pack.measured_relu, "relu"), (ui.pack.measured_fusion, "fusion")):
-        if bench.get(key):
-            lines += [f"**{title}**", "", "| | ms | GB/s | vs copy |", "|---|---|---|---|"]
-            lines += [f"| {r['name']} | {r['ms']:.3f} | {r['gbps']:.0f} | {r['vs_copy']:.2f} |" for r in bench[key]]
-            lines.append("")
-    if bench.get("fusion_correctness"):
-        lines += [ui.pack.measured_checks.format(**bench["fusion_correctness"]), ""]
+    ui, titles = ctx.ui, ctx.text.measured.tables
+    lines = [f"## {ui.headings.measured}", "",
+             ui.pack.measured_intro.format(device=bench["device"], torch=bench["torch"], triton=bench["triton"],
+                                           elements=f"{bench['n']:,}"), ""]
+    for table_id, rows in bench.get("tables", {}).items():
+        lines += [f"**{titles.get(table_id, table_id)}**", "", "| | ms | GB/s | vs copy |", "|---|---|---|---|"]
+        lines += [f"| {r['name']} | {r['ms']:.3f} | {r['gbps']:.0f} | {r['vs_copy']:.2f} |" for r in rows]
+        lines.append("")
+    if bench.get("checks"):
+        lines += [ui.pack.measured_checks, ""]
+        lines += [f"- {'PASS' if ok else 'FAIL'} {name}" for name, ok in sorted(bench["checks"].items())]
+        lines.append("")
     return "\n".join(lines)
+
+
+MEASURED = re.compile(r"\[\[measured:([A-Za-z0-9_]+)\]\]")
+
+
+def fill_measured(text: str, values: dict[str, str] | None, placeholder: str, where: str) -> str:
+    """[[measured:NAME]] in lesson text becomes the bench's value, or a marker when nothing was
+    measured. A name the bench did not produce is an error: a lesson states no number its bench
+    does not measure."""
+    def value(match: re.Match[str]) -> str:
+        if values is None:
+            return placeholder
+        if match.group(1) not in values:
+            raise RenderError(f"{where}: [[measured:{match.group(1)}]]: the lesson's bench produced no such value "
+                              f"(it has: {', '.join(sorted(values)) or 'none'})")
+        return str(values[match.group(1)])
+    return MEASURED.sub(value, text)
 
 
 def _readme_verification(verification: dict | None) -> dict | None:
