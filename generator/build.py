@@ -25,6 +25,8 @@ from generator.pairing import edition_drift
 from generator.render import LessonContext, checker_data, finalize_pack, jinja_env, mistake_code, render_pack
 from generator.report import report_data, write_reports
 from generator import verify as V
+from generator.cache import BuildCache, read_json, write_json
+from generator.runners import make_runner
 
 REPO = Path(__file__).resolve().parent.parent
 TEMPLATES = Path(__file__).resolve().parent / "templates"   # built in; --templates overrides
@@ -54,6 +56,7 @@ class BuildResult:
     seconds: float = 0.0
     failed: list[str] = field(default_factory=list)
     fallbacks: list[dict] = field(default_factory=list)
+    tasks: list[dict] = field(default_factory=list)   # the runner's tasks (lesson, state, job id, seconds)
 
 
 Progress = Callable[[str], None]
@@ -105,11 +108,8 @@ def inputs_digest(options: BuildOptions, runner_stamp: str) -> str:
 
 def _up_to_date(options: BuildOptions, digest: str) -> dict | None:
     """The last build's record if it had these exact inputs and its zips are still there, unchanged."""
-    try:
-        last = json.loads((options.out / "cache" / "last_build.json").read_text())
-    except (OSError, ValueError):
-        return None
-    if last.get("digest") != digest:
+    last = read_json(BuildCache(options.out).last_build)
+    if not isinstance(last, dict) or last.get("digest") != digest:
         return None
     dist = options.out / "dist"
     for name, sha in last["zips"].items():
@@ -133,15 +133,14 @@ def build(options: BuildOptions, progress: Progress = _stderr) -> BuildResult:
         return BuildResult(zips=last["zips"], cached={k: True for k in last["verified"]},
                            seconds=time.monotonic() - started)
     result = _build(options, progress, started)
-    (options.out / "cache").mkdir(parents=True, exist_ok=True)
-    (options.out / "cache" / "last_build.json").write_text(json.dumps(
-        {"digest": digest, "zips": result.zips, "verified": sorted(result.verification)}, indent=1))
+    write_json(BuildCache(options.out).last_build,
+               {"digest": digest, "zips": result.zips, "verified": sorted(result.verification)})
     return result
 
 
 def _runner_stamp(options: BuildOptions) -> str:
-    probes = options.out / "cache" / "probe"
-    runner = V.make_runner(options.runner, options.python, options.runner_command, None, probes / "auto.json")
+    probes = BuildCache(options.out).probes
+    runner = make_runner(options.runner, options.python, options.runner_command, None, probes / "auto.json")
     if runner.kind == "command":
         return f"{runner.identity()}@{time.time()}"   # a remote runner can change at any time: never skip
     return runner.identity() + json.dumps(runner.probe(options.out, probes / f"{runner.kind}.json"), sort_keys=True)
@@ -203,56 +202,24 @@ def _build(options: BuildOptions, progress: Progress, started: float) -> BuildRe
 
 
 def _verify_groups(groups, options: BuildOptions, out: Path, result: BuildResult, progress: Progress) -> dict:
-    work = out / "work"
-    probes = out / "cache" / "probe"
-    runner = V.make_runner(options.runner, options.python, options.runner_command, out / "triton-cache",
-                           probes / "auto.json")
-    info = runner.probe(out, probes / f"{runner.kind}.json")
+    cache = BuildCache(out)
+    runner = make_runner(options.runner, options.python, options.runner_command, out / "triton-cache",
+                         cache.probes / "auto.json")
+    info = runner.probe(out, cache.probes / f"{runner.kind}.json")
     runner.check_usable(info)
     progress(f"verify on {runner.label}: {info['device']} · torch {info['torch']} · triton {info['triton']}")
-    cache = V.Cache(out / "cache" / "verify")
-    entries = cache.index()
-    records = {}
-    benches: dict[str, tuple[str, dict]] = {}
-    for key, editions in groups.items():
-        lesson_id, locale = key
+    pairs = []
+    for (lesson_id, locale), editions in groups.items():
         ctx = editions["answer"][0]
-        exercise, answer = editions["exercise"][1], editions["answer"][1]
         mistakes = [(m, mistake_code(ctx, m)) for m in ctx.lesson.spec.checks.mistakes]
-        content_key = cache.key(exercise.content_hash(), answer.content_hash(),
-                                  json.dumps([m.model_dump() for m, _ in mistakes], sort_keys=True),
-                                  str(options.notebook))
-        cache_key = cache.key(content_key, runner.identity(), json.dumps(info, sort_keys=True))
-        label = f"{lesson_id}/{locale}"
-        hit = cache.get(cache_key)
-        if hit is not None:
-            record = hit["record"]
-            result.cached[label] = True
-            progress(f"verify {label}: cached ({'passed' if record['passed'] else 'FAILED'})")
-        else:
-            progress(f"verify {label}: running {2 + len(mistakes) + options.notebook} steps ...")
-            started = time.monotonic()
-            job_dir = work / label.replace("/", "-")
-            V.clear(job_dir)
-            job = V.Job(ctx.lesson.spec, write_tree(answer, job_dir),
-                        write_tree(exercise, job_dir), mistakes, job_dir / "mistakes")
-            steps = V.run_job(runner, job, options.notebook, options.jobs,
-                              gpu=bool(info["cuda"]) and runner.kind != "interpreter",
-                              shared_bench=benches.get(lesson_id))
-            record = V.record(runner, info, steps, time.monotonic() - started)
-            cache.put(cache_key, {"content_key": content_key, "record": record, "pack": label})
-            entries.append({"content_key": content_key, "record": record})
-            result.cached[label] = False
-            for step in steps:
-                progress(f"       {'ok  ' if step.ok else 'FAIL'} {step.name:24} {step.seconds:6.1f} s  {step.detail}")
-        if record.get("bench") and lesson_id not in benches:
-            benches[lesson_id] = (locale, record["bench"])
-        result.verification[label] = record
-        result.disagreements[label] = V.disagreements(entries, content_key)
-        if not record["passed"]:
-            result.failed += [f"{label}: {s['name']}: {s['detail']}" for s in record["steps"] if not s["ok"]]
-        records[key] = record
-    return records
+        pairs.append(V.PackPair(lesson_id, locale, ctx.lesson.spec, editions["exercise"][1], editions["answer"][1],
+                                mistakes, options.notebook))
+    outcome = V.verify_all(pairs, runner, info, cache, out / "work", options.jobs, progress)
+    result.verification = {f"{k[0]}/{k[1]}": r for k, r in outcome.records.items()}
+    result.cached, result.disagreements = outcome.cached, outcome.disagreements
+    result.failed += outcome.failed
+    result.tasks = outcome.tasks
+    return outcome.records
 
 
 def clean(options: BuildOptions) -> None:

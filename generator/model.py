@@ -77,6 +77,11 @@ class PackTexts(Strict):
     planned_lesson: Text
     other_pack: Text
     hint_level: Text
+    hints_intro: Text
+    index_intro: Text
+    index_lessons: Text
+    index_start: Text
+    index_planned: Text
     colon: Text
     hint_level_names: list[Text] = Field(min_length=4, max_length=4)
     hint_answer_only: Text
@@ -269,4 +274,5 @@ class LessonText(Strict):
     references: list[Reference]
     references_note: Text
     checker: CheckerText
+    files: dict[FileName, Text] = {}   # what the lesson's own files are, for the pack README
     measured: MeasuredText = MeasuredText()

@@ -923,12 +923,14 @@ def run_batch(spec_path):
     from concurrent.futures import ThreadPoolExecutor
 
     def one(unit):
+        started = time.monotonic()
         target = Target(Path(unit["path"]), unit["path"], Path(unit["path"]).read_text(encoding="utf-8"))
         env, cases, edits, fill, load_error, blank = evaluate(target, spec.get("timeout", LESSON["timeout_s"]),
                                                             spec.get("interpreter", False))
         lines, status = render_report(target, env, cases, edits, load_error, blank)
         data = json_result(target, env, cases, edits, fill, load_error, status)
         data["text"] = "\n".join(lines)
+        data["seconds"] = round(time.monotonic() - started, 2)
         return unit["id"], data
 
     with ThreadPoolExecutor(max_workers=max(1, int(spec.get("jobs", 1)))) as pool:
