@@ -25,6 +25,7 @@ from generator.pairing import edition_drift
 from generator.render import LessonContext, checker_data, finalize_pack, jinja_env, mistake_code, render_pack
 from generator.report import report_data, write_reports
 from generator import verify as V
+from generator.bundle import bundle_pack
 from generator.cache import BuildCache, read_json, write_json
 from generator.runners import make_runner
 
@@ -178,15 +179,19 @@ def _build(options: BuildOptions, progress: Progress, started: float) -> BuildRe
     staging.mkdir()
     env = jinja_env(options.templates)
     leaks = []
+    finals = []
     for (lesson_id, locale), editions in groups.items():
-        prints = fingerprints(content.lessons[lesson_id], locale)
         for edition, (ctx, pack) in editions.items():
-            final = finalize_pack(ctx, env, pack, records.get((lesson_id, locale)))
-            data = zip_pack(final)
-            if edition == "exercise":
-                leaks += scan_zip(data, prints, final.name + ".zip")
-            (staging / f"{final.name}.zip").write_bytes(data)
-            result.zips[f"{final.name}.zip"] = hashlib.sha256(data).hexdigest()
+            finals.append((ctx, finalize_pack(ctx, env, pack, records.get((lesson_id, locale)))))
+    if not options.lessons:   # a course bundle holds every published lesson, so only a full build makes one
+        finals += _bundles(content, groups, records, env)
+    for ctx, final in finals:
+        data = zip_pack(final)
+        if final.edition == "exercise":
+            prints = [p for lesson in content.published for p in fingerprints(lesson, final.locale)]
+            leaks += scan_zip(data, prints, final.name + ".zip")
+        (staging / f"{final.name}.zip").write_bytes(data)
+        result.zips[f"{final.name}.zip"] = hashlib.sha256(data).hexdigest()
     if leaks:
         V.clear(staging)
         raise LeakError("answer material found in exercise zips:\n" + "\n".join(leaks))
@@ -199,6 +204,22 @@ def _build(options: BuildOptions, progress: Progress, started: float) -> BuildRe
     write_reports(out, options, result)
     progress(f"done   {len(result.zips)} zips in {out / 'dist'} ({result.seconds:.1f} s); report: {out / 'report.md'}")
     return result
+
+
+def _bundles(content: CourseContent, groups, records: dict, env) -> list[tuple[None, Pack]]:
+    """Per locale and edition, every published lesson rendered with working links between them."""
+    bundles = []
+    locales = sorted({locale for _, locale in groups}, key=list(content.course.locales).index)
+    for locale in locales:
+        for edition in EDITIONS:
+            lessons, verified = {}, {}
+            for lesson in content.published:
+                ctx = LessonContext(content, lesson, locale, edition, bundle=True)
+                record = records.get((lesson.spec.id, locale))
+                lessons[lesson.spec.id] = finalize_pack(ctx, env, render_pack(ctx, env), record)
+                verified[lesson.spec.id] = "verified" if record else "NOT VERIFIED"
+            bundles.append((None, bundle_pack(content, locale, edition, lessons, env, verified)))
+    return bundles
 
 
 def _verify_groups(groups, options: BuildOptions, out: Path, result: BuildResult, progress: Progress) -> dict:

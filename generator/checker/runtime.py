@@ -122,9 +122,16 @@ def blank_lines(text):
     return sorted({tok.start[0] for tok in tokens if tok.type == tokenize.NAME and tok.string == BLANK})
 
 
-def review_edits(text):
+def without_main_block(lines):
+    """The notebook's exercise cell is the kernel file without its `if __name__ == "__main__":` demo."""
+    start = next((i for i, line in enumerate(lines) if line.startswith("if __name__ == ")), len(lines))
+    return lines[:start]
+
+
+def review_edits(text, notebook=False):
     """Line numbers changed outside the blank, and the student's fill if the blank line matches."""
-    template = code_lines("\n".join(LESSON["template"]) + "\n")
+    lines = without_main_block(LESSON["template"]) if notebook else LESSON["template"]
+    template = code_lines("\n".join(lines) + "\n")
     mine = code_lines(text)
     if mine is None or template is None:
         return [], None
@@ -863,9 +870,9 @@ def show_hint(level):
     return EXIT_PASS
 
 
-def evaluate(target, timeout, force_interpreter, context=None):
+def evaluate(target, timeout, force_interpreter, context=None, notebook=False):
     """Everything check.py knows about a target: (env, results, edits, fill, load_error, blank)."""
-    edits, fill = review_edits(target.text)
+    edits, fill = review_edits(target.text, notebook or target.cell is not None)
     blank = blank_lines(target.text)
     env, results, load_error = None, {}, None
     if not blank:
@@ -875,14 +882,15 @@ def evaluate(target, timeout, force_interpreter, context=None):
     return env, results, edits, fill, load_error, blank
 
 
-def check(args, out=print, display=None, context=None):
+def check(args, out=print, display=None, context=None, notebook=False):
     missing = missing_packages()
     if missing:
         out(platform_message(missing))
         return EXIT_UNRUNNABLE
     with tempfile.TemporaryDirectory(prefix="coursepack-check-") as workdir:
         target = load_target(args.path, workdir, display)
-        env, results, edits, fill, load_error, blank = evaluate(target, args.timeout, args.interpreter, context)
+        env, results, edits, fill, load_error, blank = evaluate(target, args.timeout, args.interpreter, context,
+                                                                notebook)
         lines, status = render_report(target, env, results, edits, load_error, blank)
         if args.json:
             out(json.dumps(json_result(target, env, results, edits, fill, load_error, status),
@@ -961,7 +969,7 @@ def check_notebook(entry_function):
         path = Path(workdir) / LESSON["module"]
         path.write_text(text, encoding="utf-8")
         args = parse_args([str(path)])
-        code = check(args, display=msg("notebook_cell"), context=context)
+        code = check(args, display=msg("notebook_cell"), context=context, notebook=True)
     if code != EXIT_PASS:
         raise CheckFailed(msg("notebook_failed"))
 
