@@ -262,4 +262,4 @@ def verify_only(options: BuildOptions, progress: Progress = _stderr) -> dict:
     _verify_groups(groups, options, options.out, result, progress)
     result.seconds = time.monotonic() - started
     write_reports(options.out, options, result)
-    return report_data(options, result)
+    return report_data(options, result) | {"report": str(options.out / "report.md")}

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 from generator.build import TEMPLATES, BuildOptions, build, clean, render_all, verify_only
+from generator.skeleton import init_course
 from generator.errors import CoursepackError
 from generator.loader import load_content
 
@@ -49,7 +50,10 @@ def parser() -> argparse.ArgumentParser:
     _runner_args(v)
     c = sub.add_parser("check", help="load and validate the content, render in memory, scan for leaks; write nothing")
     _common(c)
-    sub.add_parser("clean", help="remove build outputs (keeps the verification cache)")
+    cl = sub.add_parser("clean", help="remove build outputs (keeps the verification cache)")
+    cl.add_argument("--out", type=Path, default=Path("build"), help="output folder (default: ./build)")
+    it = sub.add_parser("init", help="start a new course in DIR: content/ with one example lesson that builds as it is")
+    it.add_argument("dir", type=Path)
     i18n = sub.add_parser("i18n", help="translators' tools: status, bless, new")
     isub = i18n.add_subparsers(dest="i18n_command", required=True)
     st = isub.add_parser("status", help="units ok, missing, stale (with source diffs) or extra; exit 1 if any need work")
@@ -102,7 +106,7 @@ def main(argv: list[str] | None = None) -> int:
             build(_options(args, verify=not args.no_verify))
         elif args.command == "verify":
             data = verify_only(_options(args, verify=True))
-            print(f"verification {'passed' if data['passed'] else 'FAILED'}; report: {args.out / 'report.md'}")
+            print(f"verification {'passed' if data['passed'] else 'FAILED'}; report: {data['report']}")
             if not data["passed"]:
                 return EXIT_ERROR
         elif args.command == "check":
@@ -110,7 +114,11 @@ def main(argv: list[str] | None = None) -> int:
             render_all(load_content(options.content), options)
             print("content is valid; every pack renders; no answer leaks")
         elif args.command == "clean":
-            clean(BuildOptions())
+            clean(BuildOptions(out=args.out))
+        elif args.command == "init":
+            for path in init_course(args.dir):
+                print(f"wrote {path}")
+            print(f"next: cd {args.dir} && coursepack build   (or: coursepack build --content {args.dir / 'content'})")
         elif args.command == "i18n":
             return _i18n(args)
     except CoursepackError as exc:

@@ -26,7 +26,7 @@ PROBE_SCRIPT = ("import json, sys, torch, triton; g = torch.cuda.is_available();
 
 @dataclass(frozen=True)
 class Task:
-    name: str            # e.g. "lesson03_relu"
+    name: str            # the lesson id
     folder: Path         # the working directory
     argv: list[str]      # "{python}" stands for the runner's Python
     timeout_s: float

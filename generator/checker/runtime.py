@@ -375,11 +375,11 @@ def skip_reason(case, use_gpu):
 
 def is_gpu_fault(torch, exc, device):
     """True when the process's GPU context is broken: a CUDA error is sticky for its process."""
-    if device != "cuda":
-        return False
     text = f"{type(exc).__name__}: {exc}"
     if type(exc).__name__ == "AcceleratorError" or any(word in text for word in GPU_FAULT_WORDS):
         return True
+    if device != "cuda":
+        return False
     try:
         torch.cuda.synchronize()
     except Exception:
