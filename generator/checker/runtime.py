@@ -494,6 +494,9 @@ class Supervisor:
         self.path, self.timeout, self.force_interpreter = str(path), timeout, force_interpreter
         self.context = context or _fork_context()
         self.env, self.load_error, self.results = None, None, {}
+        if self.context.get_start_method() == "fork":
+            import torch  # noqa: F401  imported once here: every forked child (a restart too) shares it
+            import triton  # noqa: F401
 
     def run(self, case_ids):
         pending = list(case_ids)
