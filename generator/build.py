@@ -188,8 +188,7 @@ def _build(options: BuildOptions, progress: Progress, started: float) -> BuildRe
     for ctx, final in finals:
         data = zip_pack(final)
         if final.edition == "exercise":
-            prints = [p for lesson in content.published for p in fingerprints(lesson, final.locale)]
-            leaks += scan_zip(data, prints, final.name + ".zip")
+            leaks += _scan_exercise(content, ctx, final, data)
         (staging / f"{final.name}.zip").write_bytes(data)
         result.zips[f"{final.name}.zip"] = hashlib.sha256(data).hexdigest()
     if leaks:
@@ -204,6 +203,20 @@ def _build(options: BuildOptions, progress: Progress, started: float) -> BuildRe
     write_reports(out, options, result)
     progress(f"done   {len(result.zips)} zips in {out / 'dist'} ({result.seconds:.1f} s); report: {out / 'report.md'}")
     return result
+
+
+def _scan_exercise(content: CourseContent, ctx: LessonContext | None, final: Pack, data: bytes) -> list[str]:
+    """A lesson's exercise files against that lesson's answer material (a bundle: each folder against
+    its own lesson's; another lesson's answer may share a phrase with this one's prose)."""
+    if ctx is not None:
+        return scan_zip(data, fingerprints(ctx.lesson, final.locale), final.name + ".zip")
+    found = []
+    for lesson in content.published:
+        prints = fingerprints(lesson, final.locale)
+        prefix = lesson.spec.id + "/"
+        files = {name: body for name, body in final.files.items() if name.startswith(prefix) or "/" not in name}
+        found += scan_files(files, prints, final.name + ".zip")
+    return found
 
 
 def _bundles(content: CourseContent, groups, records: dict, env) -> list[tuple[None, Pack]]:
