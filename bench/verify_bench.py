@@ -42,11 +42,15 @@ def edit_english(content: Path, lesson: str) -> None:
 
 
 def step_table(report: dict) -> list[str]:
-    lines = [f"  {'lesson/locale':26} {'step':28} {'s':>7}  cached"]
+    lines = [f"  {'lesson/locale':26} {'step':30} {'s':>7} {'children':>8} {'start':>6} {'import':>6} "
+             f"{'case 1':>6} {'others':>6}  cached"]
     for label, record in sorted(report["verification"].items()):
-        cached = report["cached"].get(label, False)
+        cached = "yes" if report["cached"].get(label, False) else "no"
         for step in record["steps"]:
-            lines.append(f"  {label:26} {step['name']:28} {step['seconds']:7.2f}  {'yes' if cached else 'no'}")
+            t = record.get("timing", {}).get(step["name"])
+            split = (f"{t['children']:8d} {t['startup_s']:6.2f} {t['import_s']:6.2f} {t['first_case_s']:6.2f} "
+                     f"{t['other_cases_s']:6.2f}") if t else " " * 38
+            lines.append(f"  {label:26} {step['name']:30} {step['seconds']:7.2f} {split}  {cached}")
     return lines
 
 

@@ -104,7 +104,9 @@ def verify_all(pairs: list[PackPair], runner: Runner, info: dict, cache: BuildCa
     if plans:
         progress(f"verify {', '.join(f'{p.lesson_id} ({len(p.pairs)} locale(s), {len(p.units)} kernel files)' for p in plans)}"
                  f" on {runner.label} ...")
-        results = runner.run_tasks([p.task for p in plans], progress, parallel=len(plans) if gpu else 1)
+        warmups = _bench_warmups(plans, runner, info, cache) if gpu and runner.kind == "cuda" else []
+        tasks = [p.task for p in plans] + warmups
+        results = runner.run_tasks(tasks, progress, parallel=len(tasks) if gpu else 1)[:len(plans)]
         benches = _benches(plans, runner, info, cache, gpu, progress)
         for plan, result in zip(plans, results):
             outcome.tasks.append({"lesson": plan.lesson_id, "state": result.state, "job_id": result.job_id,
@@ -191,7 +193,7 @@ def _steps(plan: Plan, pair: PackPair, task: TaskResult, bench: Step | None, gpu
         elif step_name == "answer":
             ok = data["status"] == "pass"
             steps.append(Step("answer", ok, data.get("seconds", 0.0),
-                              (note.strip() if ok else _why(data)), data["cases"]))
+                              (note.strip() if ok else _why(data)), data["cases"], _timing(data)))
         else:
             mistake = next(m for m, _ in pair.mistakes if f"mistake:{m.id}" == step_name)
             steps.append(_mistake_step(step_name, mistake, data, pair.spec, note))
@@ -211,7 +213,17 @@ def _mistake_step(name: str, mistake: Mistake, data: dict, spec: LessonSpec, not
     expected = expected_failures(mistake, spec) & ran
     ok = failed == expected
     detail = note.strip() if ok else f"expected to fail {sorted(expected)}, failed {sorted(failed)}"
-    return Step(name, ok, data.get("seconds", 0.0), detail, data["cases"])
+    return Step(name, ok, data.get("seconds", 0.0), detail, data["cases"], _timing(data))
+
+
+def _timing(data: dict) -> dict:
+    """Where a kernel file's time went: starting children (torch, CUDA), importing it, its cases
+    (the first one includes the JIT compile)."""
+    ran = [c.get("seconds", 0.0) for c in data.get("cases", []) if c["status"] != "skip"]
+    timing = data.get("timing") or {}
+    return {"children": timing.get("children", 0), "startup_s": round(timing.get("startup_s", 0.0), 2),
+            "import_s": round(timing.get("loaded_s", 0.0), 2), "first_case_s": round(ran[0], 2) if ran else 0.0,
+            "other_cases_s": round(sum(ran[1:]), 2)}
 
 
 def _exercise_step(data: dict | None) -> Step:
@@ -268,6 +280,20 @@ def bench_key(answer: Pack, spec: LessonSpec, identity: str) -> str:
     return key(*parts, code_key(runtime), identity)
 
 
+def _bench_warmups(plans: list[Plan], runner: Runner, info: dict, cache: BuildCache) -> list[Task]:
+    """Each bench that will run, started early with --warmup-only: it compiles every kernel it times
+    (into the shared Triton and Inductor caches) while the GPU checks run, so that the timed run,
+    alone on the GPU afterwards, compiles nothing. Local GPU only: a remote node has its own caches."""
+    identity = key(runner.identity(), json.dumps(info, sort_keys=True))
+    tasks = []
+    for plan in plans:
+        pair = plan.pairs[0]
+        if pair.spec.bench and cache.benches.get(bench_key(pair.answer, pair.spec, identity)) is None:
+            tasks.append(Task(f"{plan.lesson_id}-bench-warmup", plan.folder / pair.answer.name,
+                              ["{python}", pair.spec.bench, "--warmup-only"], 900))
+    return tasks
+
+
 def _benches(plans: list[Plan], runner: Runner, info: dict, cache: BuildCache, gpu: bool,
              progress: Progress) -> dict[str, Step]:
     found = {}
@@ -312,6 +338,7 @@ def make_record(runner: Runner, info: dict, steps: list[Step], seconds: float, p
         "mistakes_declared": len(pair.mistakes),
         "details": {s.name: [{"id": c["id"], "status": c["status"]} for c in s.cases] for s in steps if s.cases},
         "bench": next((s.data for s in steps if s.name == "bench" and s.data), None),
+        "timing": {s.name: s.data for s in steps if s.name != "bench" and s.data},
     }
 
 

@@ -422,14 +422,16 @@ def worker(send, path, case_ids, force_interpreter):
     """Run case_ids on the kernel file at path; send(dict) reports each event. Returns when done,
     or right after a GPU fault (the process must not be used again)."""
     global REFERENCE
+    started = time.monotonic()
     os.dup2(2, 1)   # the student's prints go to stderr; results travel through send()
     import torch
     use_gpu = not force_interpreter and torch.cuda.is_available()
     if not use_gpu:
         os.environ["TRITON_INTERPRET"] = "1"   # read when @triton.jit decorates the student's kernel
     import triton
-    send({"hello": environment(torch, triton, use_gpu)})
+    send({"hello": environment(torch, triton, use_gpu), "startup_s": round(time.monotonic() - started, 3)})
     REFERENCE = reference_namespace()
+    loading = time.monotonic()
     try:
         module = import_student(path)
         fn = getattr(module, LESSON["entry"])
@@ -440,6 +442,7 @@ def worker(send, path, case_ids, force_interpreter):
         send({"load_error": {"kind": "import", "line": student_line(exc, path),
                              "text": f"{type(exc).__name__}: {exc}"}})
         return
+    send({"loaded_s": round(time.monotonic() - loading, 3)})
     device = "cuda" if use_gpu else "cpu"
     cases = {case["id"]: case for case in LESSON["cases"]}
     for case_id in case_ids:
@@ -449,6 +452,7 @@ def worker(send, path, case_ids, force_interpreter):
         if skip:
             send({"case": case_id, "status": "skip", "reason": skip})
             continue
+        case_started = time.monotonic()
         try:
             result = run_case(torch, fn, case, device, REFERENCE)
         except BaseException as exc:
@@ -458,7 +462,7 @@ def worker(send, path, case_ids, force_interpreter):
             if is_gpu_fault(torch, exc, device):
                 send({"case": case_id, "status": "fault", "text": result["text"], "line": result["line"]})
                 return
-        send({"case": case_id, **result})
+        send({"case": case_id, "seconds": round(time.monotonic() - case_started, 3), **result})
     send({"done": True})
 
 
@@ -494,6 +498,7 @@ class Supervisor:
         self.path, self.timeout, self.force_interpreter = str(path), timeout, force_interpreter
         self.context = context or _fork_context()
         self.env, self.load_error, self.results = None, None, {}
+        self.timing = {"children": 0, "startup_s": 0.0, "loaded_s": 0.0}
         if self.context.get_start_method() == "fork":
             import torch  # noqa: F401  imported once here: every forked child (a restart too) shares it
             import triton  # noqa: F401
@@ -545,6 +550,10 @@ class Supervisor:
     def _handle(self, message, current, deadline):
         if "hello" in message:
             self.env = message["hello"]
+            self.timing["children"] += 1
+            self.timing["startup_s"] += message.get("startup_s", 0.0)
+        elif "loaded_s" in message:
+            self.timing["loaded_s"] += message["loaded_s"]
         elif "load_error" in message:
             self.load_error = message["load_error"]
         elif "start" in message:
@@ -779,11 +788,14 @@ def write_submission(path, target, env, lines, status, results):
 # ---------------------------------------------------------------------------------------------
 
 SMOKE = False
+WARMUP_ONLY = False   # compile everything, time nothing (verification runs this while the GPU is busy)
 
 
 def time_ms(fn, warmup_ms=25, rep_ms=100):
     """Median milliseconds of fn() after one untimed call (the JIT compile) and a warm-up."""
     fn()
+    if WARMUP_ONLY:
+        return 1.0
     if SMOKE:
         start = time.perf_counter()
         fn()
@@ -813,14 +825,15 @@ def print_tables(result):
 
 def bench_main(measure, default_log2=28, argv=None):
     """The command line of a lesson's bench.py: measure(kernel_module, n, smoke) -> dict of tables."""
-    global SMOKE
+    global SMOKE, WARMUP_ONLY
     parser = argparse.ArgumentParser(prog="bench.py")
     parser.add_argument("--kernel", help=msg("help_kernel"))
     parser.add_argument("--json", metavar="FILE", help=msg("help_json"))
     parser.add_argument("--log2", type=int, default=default_log2, help=msg("help_log2"))
     parser.add_argument("--smoke", action="store_true", help=msg("help_smoke"))
+    parser.add_argument("--warmup-only", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
-    SMOKE = args.smoke
+    SMOKE, WARMUP_ONLY = args.smoke, args.warmup_only
     if SMOKE:
         os.environ["TRITON_INTERPRET"] = "1"
     import torch
@@ -835,6 +848,8 @@ def bench_main(measure, default_log2=28, argv=None):
         while n * 4 * 6 > free * 0.7 and n > 1 << 20:
             n //= 2
     result = measure(kernel, n, SMOKE)
+    if WARMUP_ONLY:
+        return EXIT_PASS
     result.update(device="CPU (Triton interpreter, smoke run)" if SMOKE else torch.cuda.get_device_name(0),
                   torch=torch.__version__, triton=triton.__version__, n=n)
     print_tables(result)
@@ -874,15 +889,16 @@ def show_hint(level):
 
 
 def evaluate(target, timeout, force_interpreter, context=None, notebook=False):
-    """Everything check.py knows about a target: (env, results, edits, fill, load_error, blank)."""
+    """Everything check.py knows about a target: (env, results, edits, fill, load_error, blank, timing)."""
     edits, fill = review_edits(target.text, notebook or target.cell is not None)
     blank = blank_lines(target.text)
-    env, results, load_error = None, {}, None
+    env, results, load_error, timing = None, {}, None, {}
     if not blank:
         supervisor = Supervisor(target.path, timeout, force_interpreter, context)
         results = supervisor.run([c["id"] for c in LESSON["cases"]])
         env, load_error = supervisor.env, supervisor.load_error
-    return env, results, edits, fill, load_error, blank
+        timing = supervisor.timing
+    return env, results, edits, fill, load_error, blank, timing
 
 
 def check(args, out=print, display=None, context=None, notebook=False):
@@ -892,8 +908,8 @@ def check(args, out=print, display=None, context=None, notebook=False):
         return EXIT_UNRUNNABLE
     with tempfile.TemporaryDirectory(prefix="coursepack-check-") as workdir:
         target = load_target(args.path, workdir, display)
-        env, results, edits, fill, load_error, blank = evaluate(target, args.timeout, args.interpreter, context,
-                                                                notebook)
+        env, results, edits, fill, load_error, blank, _ = evaluate(target, args.timeout, args.interpreter,
+                                                                   context, notebook)
         lines, status = render_report(target, env, results, edits, load_error, blank)
         if args.json:
             out(json.dumps(json_result(target, env, results, edits, fill, load_error, status),
@@ -936,12 +952,13 @@ def run_batch(spec_path):
     def one(unit):
         started = time.monotonic()
         target = Target(Path(unit["path"]), unit["path"], Path(unit["path"]).read_text(encoding="utf-8"))
-        env, cases, edits, fill, load_error, blank = evaluate(target, spec.get("timeout", LESSON["timeout_s"]),
-                                                            spec.get("interpreter", False))
+        env, cases, edits, fill, load_error, blank, timing = evaluate(
+            target, spec.get("timeout", LESSON["timeout_s"]), spec.get("interpreter", False))
         lines, status = render_report(target, env, cases, edits, load_error, blank)
         data = json_result(target, env, cases, edits, fill, load_error, status)
         data["text"] = "\n".join(lines)
         data["seconds"] = round(time.monotonic() - started, 2)
+        data["timing"] = timing
         return unit["id"], data
 
     with ThreadPoolExecutor(max_workers=max(1, int(spec.get("jobs", 1)))) as pool:
@@ -964,10 +981,12 @@ def check_notebook(entry_function):
     text = "".join(linecache.getlines(source_file)) if source_file else ""
     if not text:
         raise CheckFailed(msg("no_cell_source"))
+    # A process that started CUDA must not be forked: its children could not use the GPU. The setup
+    # cell asks whether a GPU exists through NVML, which starts nothing; a cell that ran a kernel did.
     torch = sys.modules.get("torch")
-    gpu_touched = torch is not None and torch.cuda.is_available()
-    # A kernel process that touched the GPU must not be forked; spawn starts clean children.
-    context = multiprocessing.get_context("spawn") if gpu_touched else None
+    started_cuda = torch is not None and torch.cuda.is_available() and (
+        torch.cuda.is_initialized() or os.environ.get("PYTORCH_NVML_BASED_CUDA_CHECK") != "1")
+    context = multiprocessing.get_context("spawn") if started_cuda else None
     with tempfile.TemporaryDirectory(prefix="coursepack-cell-") as workdir:
         path = Path(workdir) / LESSON["module"]
         path.write_text(text, encoding="utf-8")

@@ -19,7 +19,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from check import bench_main, row, time_ms  # noqa: E402
 
-TILES = ((16, 16), (32, 32), (64, 64), (128, 128), (16, 128), (32, 128), (8, 256))
+TILES = ((16, 16), (32, 32), (64, 64), (128, 128), (16, 128), (32, 128), (8, 256), (4, 1024), (2, 2048), (1, 4096))
 DEFAULT = (32, 32)
 
 
