@@ -276,9 +276,8 @@ class PoisonedOutputs:
         for buffer, span in self.buffers:
             if not out.numel() or out.untyped_storage().data_ptr() != buffer.untyped_storage().data_ptr():
                 continue
-            host = buffer.detach().double().cpu()
-            after = host[GUARD + span:] != self.poison
-            before = host[:GUARD] != self.poison
+            before = buffer[:GUARD].detach().double().cpu() != self.poison   # the guards only: the
+            after = buffer[GUARD + span:].detach().double().cpu() != self.poison   # output may be large
             if bool(after.any()):
                 return span + int(after.nonzero()[0])
             if bool(before.any()):
@@ -425,6 +424,8 @@ def worker(send, path, case_ids, force_interpreter):
     started = time.monotonic()
     os.dup2(2, 1)   # the student's prints go to stderr; results travel through send()
     import torch
+    if os.environ.get("COURSEPACK_CHILD_THREADS"):   # many children at once: no thread pool per child
+        torch.set_num_threads(int(os.environ["COURSEPACK_CHILD_THREADS"]))
     use_gpu = not force_interpreter and torch.cuda.is_available()
     if not use_gpu:
         os.environ["TRITON_INTERPRET"] = "1"   # read when @triton.jit decorates the student's kernel
@@ -942,6 +943,8 @@ def run_batch(spec_path):
     """Verification: the cases of many kernel files, a child process per file (several at once),
     torch imported once in this process and shared by forking. Writes one JSON result file."""
     spec = json.loads(Path(spec_path).read_text(encoding="utf-8"))
+    jobs = max(1, int(spec.get("jobs", 1)))
+    os.environ["COURSEPACK_CHILD_THREADS"] = str(max(1, (os.cpu_count() or 1) // jobs))
     if not missing_packages():
         import torch  # noqa: F401  imported once here; forked children share it
         import triton  # noqa: F401
@@ -961,7 +964,7 @@ def run_batch(spec_path):
         data["timing"] = timing
         return unit["id"], data
 
-    with ThreadPoolExecutor(max_workers=max(1, int(spec.get("jobs", 1)))) as pool:
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
         for unit_id, data in pool.map(one, units):
             results[unit_id] = data
     Path(spec["out"]).write_text(json.dumps(results, ensure_ascii=False, indent=1), encoding="utf-8")

@@ -29,9 +29,9 @@ print("NOTEBOOK-OK")
 """
 
 
-def run(command, cwd, timeout):
+def run(command, cwd, timeout, **extra_env):
     start = time.monotonic()
-    env = dict(os.environ, PYTHONUNBUFFERED="1", PYTHONDONTWRITEBYTECODE="1")
+    env = dict(os.environ, PYTHONUNBUFFERED="1", PYTHONDONTWRITEBYTECODE="1", **extra_env)
     try:
         done = subprocess.run(command, cwd=cwd, capture_output=True, text=True, timeout=timeout,
                               stdin=subprocess.DEVNULL, env=env)
@@ -73,7 +73,10 @@ def exercise(folder, timeout):
 
 
 def notebook(folder, timeout):
-    return run([sys.executable, "-c", NOTEBOOK_SCRIPT.format(timeout=int(timeout))], folder, timeout + 60)
+    # beside the batch's children: a small thread pool each, not one thread per core
+    threads = str(max(1, (os.cpu_count() or 1) // 8))
+    return run([sys.executable, "-c", NOTEBOOK_SCRIPT.format(timeout=int(timeout))], folder, timeout + 60,
+               OMP_NUM_THREADS=threads, COURSEPACK_CHILD_THREADS=threads)
 
 
 def main():
