@@ -83,9 +83,10 @@ class SlurmSettings(BaseModel):
         return Path(os.path.expanduser(os.path.expandvars(str(value)))) if value not in (None, "") else None
 
 
-def load_settings(path: Path | None, overrides: dict) -> SlurmSettings:
+def load_settings(path: Path | None, overrides: dict, options: dict[str, str] | None = None) -> SlurmSettings:
     """The settings file (YAML; optional) with command-line overrides (None values are ignored).
-    Every mistake is reported at once, as file:line:col (or the command-line option)."""
+    Every mistake is reported at once, as file:line:col, or as the command-line option (options:
+    setting -> option name; default --slurm-SETTING)."""
     problems = ProblemCollector(Path.cwd())
     doc = load_yaml(path, problems) if path is not None else None
     if doc is not None and not isinstance(doc.data, dict):
@@ -99,7 +100,7 @@ def load_settings(path: Path | None, overrides: dict) -> SlurmSettings:
             key = error["loc"][0] if error["loc"] else ""
             message = _message(error)
             if key in given:
-                problems.add(Path("command line"), message, f"--slurm-{str(key).replace('_', '-')}")
+                problems.add(Path("command line"), message, (options or {}).get(key, f"--slurm-{key}"))
             elif doc is not None:
                 where = tuple(error["loc"][:2]) if error["type"] != "extra_forbidden" else (key,)
                 line, column = doc.position(where, of_key=error["type"] == "extra_forbidden")

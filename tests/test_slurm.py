@@ -244,6 +244,33 @@ def test_a_task_killed_by_its_time_limit(timeout_run):
 
 
 @slurm
+@pytest.mark.parametrize("failures", [1, 2])
+def test_node_failure_is_retried(cluster, tmp_path, failures):
+    """The node is set DOWN while the task runs (Slurm ends it with NODE_FAIL), `failures` times;
+    max_retries=1: one failure is retried to completion, two are reported."""
+    node, downed, lines = cluster, [], []
+
+    def progress(line):
+        lines.append(line)
+        if re.search(r"\b1 running\b", line) and len(downed) < failures and runner.job_ids[-1] not in downed:
+            downed.append(runner.job_ids[-1])
+            _sh("scontrol", "update", f"nodename={node}", "state=down", "reason=coursepack test")
+
+    runner = SlurmRunner(_settings(max_retries=1), progress)
+    [result] = runner.run_tasks([Task("t", tmp_path, _py("import time; time.sleep(3)"), 60)])
+    _sh("scontrol", "update", f"nodename={node}", "state=resume", check=False)   # ReturnToService=2 may have done it
+    assert result.attempts == 2 and len(runner.job_ids) == 2 and result.job_id.startswith(runner.job_ids[1])
+    assert any("NODE_FAIL on " in line and "resubmitting (attempt 2 of 2)" in line for line in lines)
+    if failures == 1:
+        assert (result.state, result.returncode, result.detail) == ("COMPLETED", 0, "")
+    else:
+        assert result.state == "NODE_FAIL"
+        assert result.detail.startswith("NODE_FAIL: its node failed")
+        assert f"earlier attempts: NODE_FAIL on {node} (job {runner.job_ids[0]}_0)" in result.detail
+    _node_idle()
+
+
+@slurm
 def test_controller_down_is_a_clear_error_within_seconds(cluster, tmp_path):
     pid = int((CLUSTER / "slurmctld.pid").read_text())
     os.kill(pid, signal.SIGTERM)
