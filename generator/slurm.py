@@ -202,9 +202,10 @@ class SlurmRunner:
             return []
         self.check_reachable()
         jobdir = self._job_folder(tasks)
-        tracks = [_Track(i, task, self._stage(jobdir, i, task)) for i, task in enumerate(tasks)]
+        tracks: list[_Track] = []
         try:
             with _sigterm_raises():
+                tracks += [_Track(i, task, self._stage(jobdir, i, task)) for i, task in enumerate(tasks)]
                 script = self._write_script(jobdir, tracks)
                 self._submit(jobdir, script, tracks)
                 self._follow(jobdir, script, tracks)
@@ -222,7 +223,7 @@ class SlurmRunner:
         if self.settings.staging is not None:
             base = self.settings.staging.resolve()
         else:
-            base = Path(os.path.commonpath([str(t.folder.resolve()) for t in tasks]))
+            base = Path(os.path.commonpath([str(t.folder.resolve().parent) for t in tasks]))   # beside, never inside, a task
         base.mkdir(parents=True, exist_ok=True)
         jobdir = Path(tempfile.mkdtemp(prefix=".coursepack-slurm-", dir=base))
         (jobdir / "logs").mkdir()
