@@ -8,6 +8,7 @@ periodic check): about 85 s here, so it starts first, in the background, and is 
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import re
@@ -160,10 +161,14 @@ def test_a_pack_is_verified_through_slurm(cluster, tmp_path):
         archive.extractall(tmp_path / "packs")
     pack = tmp_path / "packs" / "lesson03_relu-en-answer"
     task = Task("lesson03_relu/en", pack, ["{python}", "check.py", "--json", "--interpreter"], 300)
-    [result] = SlurmRunner(_settings(), lambda line: None).run_tasks([task])
+    terminal, lines = io.StringIO(), []
+    [result] = SlurmRunner(_settings(), lines.append, tty=True, stream=terminal).run_tasks([task])
     assert (result.state, result.returncode) == ("COMPLETED", 0), result
     data = json.loads(result.stdout)
     assert data["status"] == "pass" and data["environment"]["interpreter"] is True
+    # on a terminal the status is one line rewritten in place; only events are plain lines
+    assert "\r" in terminal.getvalue() and "1 running" in terminal.getvalue() and terminal.getvalue().endswith("\n")
+    assert len(lines) == 1 and lines[0].startswith("slurm: submitted job ")
 
 
 @slurm
