@@ -14,6 +14,12 @@ from generator.errors import CoursepackError
 from generator.loader import load_content
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE = 0, 1, 2
+# --slurm-OPTION: (setting it overrides, metavar, example)
+SLURM_OVERRIDES = {"partition": ("partition", "NAME", "gpu"), "account": ("account", "NAME", "cs101"),
+                   "qos": ("qos", "NAME", "normal"), "time": ("time_limit", "TIME", "00:20:00"),
+                   "gres": ("gres", "GRES", "gpu:a100:1, or '' for none"),
+                   "staging": ("staging", "DIR", "$SCRATCH/coursepack"), "max-retries": ("max_retries", "N", "2"),
+                   "pending-limit": ("pending_limit_s", "SECONDS", "1800")}
 
 
 def _common(parser: argparse.ArgumentParser) -> None:
@@ -25,8 +31,9 @@ def _common(parser: argparse.ArgumentParser) -> None:
 
 
 def _runner_args(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--runner", default="auto", choices=["auto", "cuda", "interpreter", "command"],
-                        help="where verification runs (default: auto = cuda if a GPU is visible, else interpreter)")
+    parser.add_argument("--runner", default="auto", choices=["auto", "cuda", "interpreter", "command", "slurm"],
+                        help="where verification runs (default: auto = cuda if a GPU is visible, else interpreter; "
+                             "slurm: one job array on a Slurm cluster)")
     parser.add_argument("--python", help="Python interpreter with torch and triton used to run packs "
                                          "(default: the one running coursepack)")
     parser.add_argument("--runner-command", help="for --runner command: a template with {cwd} and {cmd} or "
@@ -36,6 +43,12 @@ def _runner_args(parser: argparse.ArgumentParser) -> None:
                         help="verification steps run at once (default: the CPU count, at most 8: %(default)s)")
     parser.add_argument("--no-notebook", action="store_true",
                         help="skip executing the answer notebook (needs nbclient and ipykernel on the runner)")
+    slurm = parser.add_argument_group("--runner slurm", "settings file (see examples/slurm.yaml) and overrides")
+    slurm.add_argument("--slurm-config", type=Path, metavar="FILE", help="YAML settings: partition, account, qos, "
+                       "time_limit, gres, sbatch_args, setup_lines, python, staging, max_retries, pending_limit_s ...")
+    for option, (key, metavar, example) in SLURM_OVERRIDES.items():
+        slurm.add_argument(f"--slurm-{option}", dest=f"slurm_{key}", metavar=metavar,
+                           help=f"overrides {key} (e.g. {example})")
 
 
 def parser() -> argparse.ArgumentParser:
@@ -85,6 +98,16 @@ def _options(args: argparse.Namespace, verify: bool) -> BuildOptions:
                         lessons=tuple(args.lesson), locales=tuple(args.locale))
 
 
+def slurm_settings(args: argparse.Namespace):
+    """The SlurmSettings of --runner slurm: the --slurm-config file, then the --slurm-* overrides
+    (--python, when given, is the Python on the nodes)."""
+    from generator.slurm import load_settings
+    overrides = {key: getattr(args, f"slurm_{key}") for key, _, _ in SLURM_OVERRIDES.values()}
+    overrides["python"] = getattr(args, "python", None)
+    options = {key: f"--slurm-{option}" for option, (key, _, _) in SLURM_OVERRIDES.items()}
+    return load_settings(args.slurm_config, overrides, {**options, "python": "--python"})
+
+
 def _i18n(args: argparse.Namespace) -> int:
     from generator import translate
     if args.i18n_command == "status":
@@ -109,6 +132,8 @@ def _i18n(args: argparse.Namespace) -> int:
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     try:
+        if getattr(args, "runner", None) == "slurm":
+            slurm_settings(args)   # settings mistakes are reported before anything is built
         if args.command == "build":
             build(_options(args, verify=not args.no_verify))
         elif args.command == "verify":
