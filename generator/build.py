@@ -13,7 +13,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 from generator.archive import recover_dir, replace_dir, write_tree, zip_pack
 from generator.errors import CoursepackError, ProblemCollector, VerificationError
@@ -46,6 +46,7 @@ class BuildOptions:
     notebook: bool = True
     lessons: tuple[str, ...] = ()
     locales: tuple[str, ...] = ()
+    slurm: Any = None   # SlurmSettings, for runner "slurm"
 
 
 @dataclass
@@ -58,6 +59,7 @@ class BuildResult:
     failed: list[str] = field(default_factory=list)
     fallbacks: list[dict] = field(default_factory=list)
     tasks: list[dict] = field(default_factory=list)   # the runner's tasks (lesson, state, job id, seconds)
+    job_ids: list[str] = field(default_factory=list)  # every Slurm job a build used (the probe's too)
 
 
 Progress = Callable[[str], None]
@@ -141,8 +143,9 @@ def build(options: BuildOptions, progress: Progress = _stderr) -> BuildResult:
 
 def _runner_stamp(options: BuildOptions) -> str:
     probes = BuildCache(options.out).probes
-    runner = make_runner(options.runner, options.python, options.runner_command, None, probes / "auto.json")
-    if runner.kind == "command":
+    runner = make_runner(options.runner, options.python, options.runner_command, None, probes / "auto.json",
+                         options.slurm)
+    if runner.kind in ("command", "slurm"):
         return f"{runner.identity()}@{time.time()}"   # a remote runner can change at any time: never skip
     return runner.identity() + json.dumps(runner.probe(options.out, probes / f"{runner.kind}.json"), sort_keys=True)
 
@@ -238,7 +241,7 @@ def _bundles(content: CourseContent, groups, records: dict, env) -> list[tuple[N
 def _verify_groups(groups, options: BuildOptions, out: Path, result: BuildResult, progress: Progress) -> dict:
     cache = BuildCache(out)
     runner = make_runner(options.runner, options.python, options.runner_command, out / "triton-cache",
-                         cache.probes / "auto.json")
+                         cache.probes / "auto.json", options.slurm, progress)
     info = runner.probe(out, cache.probes / f"{runner.kind}.json")
     runner.check_usable(info)
     progress(f"verify on {runner.label}: {info['device']} · torch {info['torch']} · triton {info['triton']}")
@@ -253,6 +256,7 @@ def _verify_groups(groups, options: BuildOptions, out: Path, result: BuildResult
     result.cached, result.disagreements = outcome.cached, outcome.disagreements
     result.failed += outcome.failed
     result.tasks = outcome.tasks
+    result.job_ids = list(getattr(runner, "job_ids", []))
     return outcome.records
 
 

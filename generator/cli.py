@@ -95,7 +95,8 @@ def _options(args: argparse.Namespace, verify: bool) -> BuildOptions:
                         runner_command=getattr(args, "runner_command", None),
                         jobs=getattr(args, "jobs", None) or min(8, os.cpu_count() or 2),
                         notebook=not getattr(args, "no_notebook", False),
-                        lessons=tuple(args.lesson), locales=tuple(args.locale))
+                        lessons=tuple(args.lesson), locales=tuple(args.locale),
+                        slurm=slurm_settings(args) if getattr(args, "runner", None) == "slurm" else None)
 
 
 def slurm_settings(args: argparse.Namespace):
@@ -132,8 +133,6 @@ def _i18n(args: argparse.Namespace) -> int:
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     try:
-        if getattr(args, "runner", None) == "slurm":
-            slurm_settings(args)   # settings mistakes are reported before anything is built
         if args.command == "build":
             build(_options(args, verify=not args.no_verify))
         elif args.command == "verify":

@@ -169,8 +169,66 @@ def _text(value) -> str:
     return value.decode("utf-8", "replace") if isinstance(value, bytes) else value
 
 
+class SlurmVerifier:
+    """Verification through a Slurm cluster: every task of a build is one element of one job array
+    (generator/slurm.py follows the job states). The nodes' versions and device come from a probe
+    task, kept for an hour: a probe each build would submit a job even when nothing else runs."""
+
+    kind = "slurm"
+    PROBE_TTL_S = 3600
+
+    def __init__(self, settings, progress: Callable[[str], None] = lambda _: None):
+        from generator.slurm import SlurmRunner
+        self.settings = settings
+        self.slurm = SlurmRunner(settings, progress)
+        self.python = settings.python
+
+    @property
+    def label(self) -> str:
+        return f"Slurm cluster (partition {self.settings.partition or 'default'}, gres {self.settings.gres or 'none'})"
+
+    def identity(self) -> str:
+        return json.dumps(["slurm", self.settings.model_dump(mode="json", exclude={"poll_s", "unreachable_s"})],
+                          sort_keys=True)
+
+    def probe(self, cwd: Path, cache: Path | None = None) -> dict:
+        if cache is not None:
+            try:
+                saved = json.loads(cache.read_text(encoding="utf-8"))
+                if saved.get("identity") == self.identity() and time.time() - saved["at"] < self.PROBE_TTL_S:
+                    return saved["info"]
+            except (OSError, ValueError, KeyError):
+                pass
+        folder = cwd / "work" / "slurm-probe"
+        folder.mkdir(parents=True, exist_ok=True)
+        [result] = self.slurm.run_tasks([Task("probe", folder, ["{python}", "-c", PROBE_SCRIPT], 300)])
+        if result.state != "COMPLETED":
+            raise RunnerError(f"the Slurm probe job ({result.job_id}) did not run torch and triton with "
+                              f"{self.python}: {result.state}: {result.detail or result.stderr.strip()[-600:]}")
+        info = json.loads(result.stdout.strip().splitlines()[-1])
+        if cache is not None:
+            cache.parent.mkdir(parents=True, exist_ok=True)
+            cache.write_text(json.dumps({"identity": self.identity(), "at": time.time(), "info": info}), encoding="utf-8")
+        return info
+
+    def check_usable(self, info: dict) -> None:
+        self.slurm.check_reachable()
+
+    def run_tasks(self, tasks: list[Task], progress: Callable[[str], None] = lambda _: None,
+                  parallel: int = 1) -> list[TaskResult]:
+        return self.slurm.run_tasks(tasks)
+
+    @property
+    def job_ids(self) -> list[str]:
+        return list(self.slurm.job_ids)
+
+
 def make_runner(kind: str, python: str | None, template: str | None, cache_dir: Path | None,
-                probe_cache: Path | None = None) -> Runner:
+                probe_cache: Path | None = None, slurm=None, progress: Callable[[str], None] = lambda _: None):
+    if kind == "slurm":
+        from generator.slurm import SlurmSettings
+        settings = slurm or SlurmSettings()
+        return SlurmVerifier(settings.model_copy(update={"python": python}) if python else settings, progress)
     python = python or ("python3" if kind == "command" else sys.executable)
     if kind == "auto":
         info = Runner("cuda", python).probe(Path.cwd(), probe_cache)
@@ -179,7 +237,7 @@ def make_runner(kind: str, python: str | None, template: str | None, cache_dir: 
         raise RunnerError("runner 'command' needs --runner-command, e.g. 'ssh gpu01 {shell_cmd}' "
                           "or 'srun --gres=gpu:1 --chdir {cwd} {cmd}'")
     if kind not in ("cuda", "interpreter", "command"):
-        raise RunnerError(f"unknown runner '{kind}' (expected auto, cuda, interpreter or command)")
+        raise RunnerError(f"unknown runner '{kind}' (expected auto, cuda, interpreter, command or slurm)")
     return Runner(kind, python, template or "", cache_dir=cache_dir)
 
 

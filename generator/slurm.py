@@ -31,6 +31,7 @@ from typing import Callable, Optional
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from generator.runners import Task, TaskResult
 from generator.errors import CoursepackError, ProblemCollector
 from generator.yamlio import dotted, load_yaml
 
@@ -122,27 +123,6 @@ def _message(error: dict) -> str:
 
 
 # ---- tasks and results ----------------------------------------------------------------------
-
-@dataclass(frozen=True)
-class Task:
-    name: str            # e.g. "lesson03_relu/en"
-    folder: Path         # working directory, on this machine
-    argv: list[str]      # e.g. ["{python}", "verify_job.py"]; "{python}" becomes settings.python
-    timeout_s: float     # wall limit of the task; the array's --time is the largest, in minutes
-
-
-@dataclass
-class TaskResult:
-    name: str
-    state: str           # a Slurm job state, or PENDING_TOO_LONG, or UNKNOWN
-    returncode: int | None
-    stdout: str
-    stderr: str
-    seconds: float
-    job_id: str          # "ARRAYJOB_INDEX" of the last attempt
-    attempts: int
-    detail: str          # one line for the report; "" when the task ran to the end with status 0
-
 
 @dataclass
 class _Track:
