@@ -137,7 +137,7 @@ class Case(Strict):
     group: Literal["normal", "boundary"]
     dtype: Dtype = "float32"
     dims: dict[DimName, Annotated[int, Field(ge=0, le=1 << 30)]] = {}
-    values: dict[Ident, list[Number] | Number] = {}
+    values: dict[Ident, list[Text] | Text] = {}   # numbers as text: checked in the loader, with its own message
     layout: dict[Ident, Layout] = {}
     gpu_only: bool = False
 

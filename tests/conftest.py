@@ -52,11 +52,12 @@ def unzip(path: Path, into: Path) -> Path:
 
 @pytest.fixture(scope="session")
 def built(tmp_path_factory) -> Path:
-    """One verified build (Triton interpreter) shared by the end-to-end tests; returns build/."""
+    """One verified build of the whole course (Triton interpreter) shared by the end-to-end tests;
+    returns build/. Notebooks are executed elsewhere (tests/test_course.py), once."""
     root = tmp_path_factory.mktemp("built")
     shutil.copytree(REPO / "content", root / "content")
     shutil.copytree(REPO / "generator" / "templates", root / "templates")
-    build(options_for(root, runner="interpreter", jobs=2), progress=lambda _: None)
+    build(options_for(root, runner="interpreter", jobs=2, notebook=False), progress=lambda _: None)
     return root / "build"
 
 
