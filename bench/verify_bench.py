@@ -61,10 +61,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--locale", action="append", default=[])
     parser.add_argument("--jobs", type=int, default=min(8, os.cpu_count() or 2))
     parser.add_argument("--no-notebook", action="store_true")
+    parser.add_argument("--cold-only", action="store_true", help="only the cold build")
     parser.add_argument("--smoke", action="store_true", help="one lesson, one locale, no notebook, cold only")
     args = parser.parse_args(argv)
     if args.smoke:
         args.lesson, args.locale, args.no_notebook = args.lesson or ["lesson03_relu"], args.locale or ["en"], True
+        args.cold_only = True
     root = Path(tempfile.mkdtemp(prefix="coursepack-verify-bench-"))
     try:
         shutil.copytree(REPO / "content", root / "content")
@@ -73,7 +75,7 @@ def main(argv: list[str] | None = None) -> int:
         figures = []
         cold, report = timed_build(options)
         figures.append(("cold", cold, report))
-        if not args.smoke:
+        if not args.cold_only:
             shutil.rmtree(options.out / "cache")
             warm, report = timed_build(options)
             figures.append(("warm (Triton cache kept)", warm, report))
