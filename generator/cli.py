@@ -50,7 +50,7 @@ def parser() -> argparse.ArgumentParser:
     c = sub.add_parser("check", help="load and validate the content, render in memory, scan for leaks; write nothing")
     _common(c)
     sub.add_parser("clean", help="remove build outputs (keeps the verification cache)")
-    i18n = sub.add_parser("i18n", help="translators' tools: status, bless, new")
+    i18n = sub.add_parser("i18n", help="translators' tools: status, bless, new, migrate-stamps")
     isub = i18n.add_subparsers(dest="i18n_command", required=True)
     st = isub.add_parser("status", help="units ok, missing, stale (with source diffs) or extra; exit 1 if any need work")
     st.add_argument("locale", nargs="?")
@@ -62,6 +62,9 @@ def parser() -> argparse.ArgumentParser:
     bl.add_argument("--all-stale", action="store_true", help="stamp every stale unit that has a translation")
     bl.add_argument("--lesson", help="only this lesson's text file")
     bl.add_argument("--content", type=Path, default=Path("content"))
+    mg = isub.add_parser("migrate-stamps", help="re-stamp units stamped on the old reading of folded text "
+                                                "(before issue 10.1); other stale units stay stale")
+    mg.add_argument("--content", type=Path, default=Path("content"))
     nw = isub.add_parser("new", help="skeleton files for a new language, added to course.yaml")
     nw.add_argument("locale")
     nw.add_argument("--content", type=Path, default=Path("content"))
@@ -89,6 +92,10 @@ def _i18n(args: argparse.Namespace) -> int:
             raise CoursepackError("say which units to stamp: --unit ID (repeatable) or --all-stale")
         stamped = translate.bless(args.content, args.locale, args.unit, args.all_stale, args.lesson)
         print("\n".join(f"stamped {line}" for line in stamped) or "nothing to stamp")
+        return EXIT_OK
+    if args.i18n_command == "migrate-stamps":
+        migrated = translate.migrate_stamps(args.content)
+        print("\n".join(f"re-stamped {line}" for line in migrated) or "no stamps from the old reading; nothing to do")
         return EXIT_OK
     created = translate.new_locale(args.content, args.locale)
     print("\n".join(f"wrote {path}" for path in created))

@@ -219,7 +219,7 @@ LESSON = json.loads(r"""{
   "bench_vs_torch": "vs torch.relu",
   "bench_yours": "your relu (default BLOCK)",
   "crashed": "crashed ({code}): the process running your kernel died",
-  "edits_outside": "note: lines changed outside the blank: {lines}. The rules allow changes only at the blank;\u0007 your instructor will see this.",
+  "edits_outside": "note: lines changed outside the blank: {lines}. The rules allow changes only at the blank; your instructor will see this.",
   "env_gpu": "environment: {device} · {versions}",
   "env_interpreter": "environment: Triton interpreter on CPU (no CUDA GPU in use) · {versions}",
   "env_unknown": "environment: unknown (the code could not be started)",
