@@ -6,6 +6,7 @@ PYTHON ?=
 RUNNER ?= auto
 JOBS ?=
 ARGS ?=
+N ?=
 VENV := .venv
 
 ifeq ($(strip $(PYTHON)),)
@@ -37,9 +38,9 @@ test-gpu: $(SETUP)
 golden: $(SETUP)
 	$(PY) -m tests.golden_update
 
-# Benchmarks print numbers; they never fail on time.
+# Benchmarks print numbers; they never fail on time. N="1 10" picks the course sizes (default 1 10 100).
 bench: $(SETUP)
-	$(PY) bench/build_bench.py
+	$(PY) bench/build_bench.py $(N)
 
 $(VENV)/.installed: pyproject.toml requirements/lock.txt
 	python3 -m venv $(VENV)
