@@ -63,7 +63,9 @@ class PackTexts(Strict):
     edition_exercise: Text
     edition_answer: Text
     readme_intro: Text
-    readme_platforms_title: Text
+    readme_machine_title: Text   # which route fits which machine (Linux, Windows, macOS), before the install
+    readme_machine: Text
+    readme_work_title: Text
     readme_setup: Text
     readme_check: Text
     readme_no_gpu: Text

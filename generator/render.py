@@ -192,7 +192,7 @@ def checker_data(ctx: LessonContext) -> dict:
         "messages": dict(ctx.ui.checker), "hints": ctx.hints, "hint_names": list(ctx.ui.pack.hint_level_names),
         "rubric": spec.rubric.model_dump(), "questions": list(spec.questions),
         "bench": spec.bench, "bench_tables": dict(text.measured.tables),
-        "platform_section": ctx.ui.pack.readme_platforms_title,
+        "platform_section": ctx.ui.pack.readme_machine_title,
     }
 
 

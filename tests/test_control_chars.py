@@ -9,7 +9,6 @@ import dataclasses
 import json
 import re
 import zipfile
-from pathlib import Path
 
 from pydantic import BaseModel
 

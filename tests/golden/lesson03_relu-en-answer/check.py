@@ -286,6 +286,7 @@ LESSON = json.loads(r"""{
   "no_cell_source": "could not find the source of the cell that defines the function",
   "no_exercise_cell": "{file} has no cell tagged 'exercise'",
   "no_such_file": "no such file: {file}",
+  "no_triton": "Triton cannot be imported ({platform}). Triton is published for Linux and Windows only; for what to do, see the section \"{section}\" in README.md.",
   "not_tensor": "the function returned {got}, not a tensor",
   "notebook_cell": "this notebook's code cell",
   "notebook_failed": "the self-check did not pass; see the lines above",

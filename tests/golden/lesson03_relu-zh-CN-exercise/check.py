@@ -285,6 +285,7 @@ LESSON = json.loads(r"""{
   "no_cell_source": "找不到定义该函数的单元格源码",
   "no_exercise_cell": "{file} 中没有标记为 exercise 的单元格",
   "no_such_file": "找不到文件：{file}",
+  "no_triton": "无法导入 Triton（{platform}）。Triton 只为 Linux 和 Windows 提供安装包；该怎么做，请看 README.md 中“{section}”一节。",
   "not_tensor": "函数返回了 {got}，而不是张量",
   "notebook_cell": "本笔记本的代码单元格",
   "notebook_failed": "自检未通过，请查看上面的输出",
@@ -321,7 +322,7 @@ LESSON = json.loads(r"""{
   "wrote_past_end_detail": "有一次写入落在 {n} 个元素的输出之外的第 {index} 个位置（越界写）"
  },
  "module": "relu.py",
- "platform_section": "你的电脑",
+ "platform_section": "先看你的机器",
  "poison": -1024.0,
  "questions": [
   "q1",
