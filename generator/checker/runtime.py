@@ -480,6 +480,8 @@ def _fork_context():
 
 
 def _child_main(conn, stderr_path, path, case_ids, force_interpreter):
+    import faulthandler
+    faulthandler.disable()   # a parent's fault handler (pytest, Jupyter) would print the child's crash
     with open(stderr_path, "w", encoding="utf-8", errors="replace") as err:
         os.dup2(err.fileno(), 2)
         os.setpgrp() if hasattr(os, "setpgrp") else None
