@@ -850,9 +850,11 @@ def bench_main(measure, default_log2=28, argv=None):
         free, _ = torch.cuda.mem_get_info()
         while n * 4 * 6 > free * 0.7 and n > 1 << 20:
             n //= 2
+    started = time.monotonic()
     result = measure(kernel, n, SMOKE)
     if WARMUP_ONLY:
         return EXIT_PASS
+    result["seconds"] = round(time.monotonic() - started, 2)
     result.update(device="CPU (Triton interpreter, smoke run)" if SMOKE else torch.cuda.get_device_name(0),
                   torch=torch.__version__, triton=triton.__version__, n=n)
     print_tables(result)
