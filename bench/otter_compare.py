@@ -1,6 +1,6 @@
 """Cold verification of lesson 3 (English) against otter-grader's `otter assign` on an equivalent lesson.
 
-    .venv/bin/python bench/otter_compare.py [--rounds N] [--otter-mistakes] [--keep]
+    .venv/bin/python bench/otter_compare.py [--rounds N] [--otter-mistakes] [--wait-idle S] [--keep]
     .venv/bin/python bench/otter_compare.py --smoke
 
 Issue 12 asks that on the 2-core machine the cold verification of one lesson in one language take at
@@ -217,7 +217,7 @@ MISTAKE_HELPER = '''\
 
 
 def fails_exactly(source, expected):
-    """True when the kernel module `source` fails exactly the cases `expected` (it must fail, not crash)."""
+    """True when the kernel module `source` fails exactly the cases `expected` (an exception is a failure)."""
     path = tempfile.NamedTemporaryFile("w", suffix=".py", delete=False).name
     with open(path, "w") as f:
         f.write(source)
@@ -252,7 +252,8 @@ def master_notebook(mistakes: bool = False):
         checker += MISTAKE_HELPER
 
     def test(code: str, config: dict):
-        head = '""" # BEGIN TEST CONFIG\n' + "".join(f"{k}: {v}\n" for k, v in config.items()) + '""" # END TEST CONFIG\n'
+        head = ('""" # BEGIN TEST CONFIG\n' + "".join(f"{k}: {v}\n" for k, v in config.items())
+                + '""" # END TEST CONFIG\n')
         # otter's OK-format tests expect the output the cell had in the saved master notebook
         return new_code_cell(head + code, execution_count=1,
                              outputs=[new_output("execute_result", {"text/plain": "True"}, execution_count=1)])
@@ -369,13 +370,46 @@ def cpu_children() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
+def cpu_self() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def machine_busy() -> float | None:
+    """CPU seconds the whole machine has spent busy (all processes, all cores), from /proc/stat."""
+    try:
+        fields = Path("/proc/stat").read_text().splitlines()[0].split()[1:]
+    except OSError:
+        return None
+    user, nice, system, _idle, _iowait, irq, softirq, steal = (int(x) for x in fields[:8])
+    return (user + nice + system + irq + softirq + steal) / os.sysconf("SC_CLK_TCK")
+
+
+def wait_for_idle(limit_s: float, busy_below: float = 0.25) -> float:
+    """Wait (at most limit_s) until the machine is busy less than busy_below of one core over a second;
+    returns the seconds waited. Other users can still start work during the measurement: see `others`."""
+    start = time.monotonic()
+    while time.monotonic() - start < limit_s:
+        before = machine_busy()
+        time.sleep(1.0)
+        after = machine_busy()
+        if before is None or after is None or after - before < busy_below:
+            break
+    return time.monotonic() - start
+
+
 def measure(argv: list[str], cwd: Path, env: dict) -> dict:
+    """Wall and CPU time of one command; `others` is the CPU time the rest of the machine took meanwhile."""
     load1 = os.getloadavg()[0]
+    busy0, mine0 = machine_busy(), cpu_self()
     cpu0, start = cpu_children(), time.monotonic()
     done = subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True, stdin=subprocess.DEVNULL)
     wall = time.monotonic() - start
+    busy1, mine1 = machine_busy(), cpu_self()
     orphans = reap_orphans()
-    return {"wall": wall, "cpu": cpu_children() - cpu0, "load1": load1, "orphans": orphans,
+    cpu = cpu_children() - cpu0
+    others = max(0.0, busy1 - busy0 - cpu - (mine1 - mine0)) if busy0 is not None and busy1 is not None else None
+    return {"wall": wall, "cpu": cpu, "others": others, "load1": load1, "orphans": orphans,
             "returncode": done.returncode, "stdout": done.stdout, "stderr": done.stderr}
 
 
@@ -393,7 +427,8 @@ def run_otter(work: Path, mistakes: bool) -> dict:
     env = clean_env(TRITON_CACHE_DIR=str(cache), PATH=f"{VENV / 'bin'}:{os.environ.get('PATH', '')}",
                     VIRTUAL_ENV=str(VENV))
     env.pop("PYTHONPATH", None)
-    result = measure([str(VENV / "bin" / "otter"), "assign", master.name, "dist"], folder, env)
+    result = measure([str(VENV / "bin" / "otter"), "assign", "-v", master.name, "dist"], folder, env)
+    # -v only makes otter log what it did, so that a run that skipped its tests shows
     zips = list((folder / "dist" / "autograder").glob("*.zip"))
     result["ok"] = result["returncode"] == 0 and bool(zips) and "All autograder tests passed" in (
         result["stdout"] + result["stderr"])
@@ -487,7 +522,7 @@ def median(rows: list[dict], key: str) -> float | None:
     return statistics.median(values) if values else None
 
 
-def compare(rounds: int, mistakes: bool, keep: bool) -> int:
+def compare(rounds: int, mistakes: bool, keep: bool, wait_idle: float) -> int:
     python = ensure_venv()
     subreaper = become_subreaper()
     start = machine()
@@ -499,6 +534,10 @@ def compare(rounds: int, mistakes: bool, keep: bool) -> int:
             order = sides if i % 2 else list(reversed(sides))
             for side in order:
                 folder = work / f"round{i}"
+                if wait_idle:
+                    waited = wait_for_idle(wait_idle)
+                    if waited > 1.5:
+                        print(f"  (waited {waited:.0f} s for the machine to go idle)", flush=True)
                 result = (run_coursepack(folder) if side == "coursepack"
                           else run_otter(folder, mistakes=side == "otter+mistakes"))
                 if not result["ok"]:
@@ -519,8 +558,10 @@ def compare(rounds: int, mistakes: bool, keep: bool) -> int:
     ours = versions(sys.executable, ["torch", "triton", "numpy", "nbclient", "ipykernel"])
     theirs = versions(str(python), ["otter-grader", "torch", "triton", "numpy", "nbconvert", "nbclient", "ipykernel"])
     print()
-    print(f"otter assign vs coursepack cold verification · lesson03_relu, en · {rounds} rounds, alternating")
-    print(f"  machine: nproc {start['nproc']} (os.cpu_count {start['cpus']}), {start['system']}, Python {start['python']}")
+    print(f"otter assign vs coursepack cold verification · lesson03_relu, en · {rounds} rounds, alternating"
+          + (f" · each command after up to {wait_idle:.0f} s waiting for an idle machine" if wait_idle else ""))
+    print(f"  machine: nproc {start['nproc']} (os.cpu_count {start['cpus']}), {start['system']}, "
+          f"Python {start['python']}")
     print(f"  {start['date']}; load average at start {' '.join(f'{x:.2f}' for x in start['load'])}, "
           f"at end {' '.join(f'{x:.2f}' for x in end['load'])}")
     print(f"  coursepack env: {', '.join(f'{k} {v}' for k, v in ours.items())}")
@@ -530,17 +571,19 @@ def compare(rounds: int, mistakes: bool, keep: bool) -> int:
     print()
     labels = {"otter": "otter assign", "coursepack": "coursepack verify_bench cold",
               "otter+mistakes": "otter assign + mistakes as hidden tests"}
-    print(f"  {'round':>5}  {'':40} {'wall s':>7} {'CPU s':>7} {'inner s':>8} {'load1':>6}")
+    print(f"  {'round':>6}  {'':40} {'wall s':>7} {'CPU s':>7} {'inner s':>8} {'load1':>6} {'others':>7}")
     for i in range(rounds):
         for side in sides:
             r = rows[side][i]
             inner = f"{r['inner']:8.2f}" if r.get("inner") is not None else " " * 8
+            others = f"{r['others']:7.2f}" if r.get("others") is not None else " " * 7
             orphans = f"  ({r['orphans']} orphan(s) reaped)" if r["orphans"] else ""
-            print(f"  {i + 1:>5}  {labels[side]:40} {r['wall']:7.2f} {r['cpu']:7.2f} {inner} {r['load1']:6.2f}{orphans}")
+            print(f"  {i + 1:>6}  {labels[side]:40} {r['wall']:7.2f} {r['cpu']:7.2f} {inner} {r['load1']:6.2f} "
+                  f"{others}{orphans}")
     for side in sides:
         inner = median(rows[side], "inner")
         inner_text = f"{inner:8.2f}" if inner is not None else " " * 8
-        print(f"  {'median':>5}  {labels[side]:40} {median(rows[side], 'wall'):7.2f} "
+        print(f"  {'median':>6}  {labels[side]:40} {median(rows[side], 'wall'):7.2f} "
               f"{median(rows[side], 'cpu'):7.2f} {inner_text}")
     ours_wall, otter_wall = median(rows["coursepack"], "wall"), median(rows["otter"], "wall")
     print(f"\n  coursepack / otter assign, median wall: {ours_wall / otter_wall:.2f} "
@@ -548,6 +591,8 @@ def compare(rounds: int, mistakes: bool, keep: bool) -> int:
           f"median CPU: {median(rows['coursepack'], 'cpu') / median(rows['otter'], 'cpu'):.2f}")
     print("  inner s: verify_bench's own 'cold' figure (the build alone, without starting Python and "
           "importing the generator)")
+    print(f"  load1: 1-minute load average just before the command; others: CPU seconds the rest of the "
+          f"machine used during the command (out of wall x {start['nproc']} cores)")
     return 0
 
 
@@ -557,11 +602,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--otter-mistakes", action="store_true",
                         help="also otter assign with the declared mistakes as hidden tests")
     parser.add_argument("--keep", action="store_true", help="keep the work folders (printed at the end)")
-    parser.add_argument("--smoke", action="store_true", help="no otter install: notebooks valid, verify_bench --smoke runs")
+    parser.add_argument("--wait-idle", type=float, default=0, metavar="S",
+                        help="before each command wait up to S seconds for a second in which the machine is "
+                             "less than a quarter of a core busy (a shared machine; default: no wait)")
+    parser.add_argument("--smoke", action="store_true",
+                        help="no otter install: notebooks valid, their tests pass, verify_bench --smoke runs")
     args = parser.parse_args(argv)
     if args.rounds < 1:
         parser.error("--rounds must be at least 1")
-    return smoke() if args.smoke else compare(args.rounds, args.otter_mistakes, args.keep)
+    return smoke() if args.smoke else compare(args.rounds, args.otter_mistakes, args.keep, args.wait_idle)
 
 
 if __name__ == "__main__":
