@@ -1,125 +1,132 @@
-"""Measure this lesson's performance claims on your own GPU: python bench.py
+"""Lesson 3's measurements, reproducible on your GPU: python bench.py
 
-1. ReLU bandwidth: the kernel in relu.py over a BLOCK sweep, against torch.relu and a device copy.
-2. Figure 3-2 (answer edition, which has fused.py): bias -> ReLU -> dropout as one fused Triton
-   kernel, against eager PyTorch and torch.compile of the same.
+1. blocks: the kernel in relu.py over a BLOCK sweep, against torch.relu and a device copy.
+2. fusion: bias + ReLU as two eager PyTorch operations, as torch.compile makes it, and (answer
+   edition, which has fused.py) as one Triton kernel; then figure 3-2, bias -> ReLU -> dropout.
+3. recompiles: how many kernel variants Triton compiles for a set of new lengths n.
 
-Times are medians of triton.testing.do_bench after warm-up (the first call, which compiles, is not
-timed), at 2^28 float32 elements or less if the GPU has less memory. GB/s counts bytes read plus
-bytes written; "vs copy" is the device copy's time over this time.
+Times are medians of triton.testing.do_bench after warm-up; the first call (JIT) is never timed.
+GB/s counts the bytes an operation must move (each input read once, the output written once);
+"vs copy" is the device copy's time over the row's time.
 """
-
-import argparse
-import json
 import math
 import sys
 from pathlib import Path
 
 import torch
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from check import bench_main, row, time_ms  # noqa: E402
+
+BLOCKS = (256, 1024, 4096)
+COLS = 4096
 
 
-def size_for_gpu(log2=28):
-    free, _ = torch.cuda.mem_get_info()
-    n = 1 << log2
-    while n * 4 * 4 > free * 0.7 and n > 1 << 20:
-        n //= 2
-    return n
-
-
-def timed(fn):
-    from triton.testing import do_bench
-    fn()
-    return do_bench(fn, warmup=100, rep=500, return_mode="median")
-
-
-def relu_table(n):
-    from relu import relu
-    x = torch.randn(n, device="cuda")
+def blocks_table(kernel, n, device):
+    x = torch.randn(n, device=device)
     out = torch.empty_like(x)
-    copy = timed(lambda: out.copy_(x))
-    rows = [("device copy", copy), ("torch.relu", timed(lambda: torch.relu(x)))]
-    for block in (128, 256, 512, 1024, 2048, 4096):
-        rows.append((f"relu.py, BLOCK={block}", timed(lambda: relu(x, BLOCK=block))))
-    return [{"name": name, "ms": ms, "gbps": 2 * n * 4 / ms / 1e6, "vs_copy": copy / ms} for name, ms in rows]
+    nbytes = 2 * n * x.element_size()
+    copy = time_ms(lambda: out.copy_(x))
+    rows = [row("device copy", copy, nbytes, copy, "copy"),
+            row("torch.relu", time_ms(lambda: torch.relu(x)), nbytes, copy, "baseline")]
+    for block in BLOCKS:
+        rows.append(row(f"relu.py, BLOCK={block}", time_ms(lambda: kernel.relu(x, BLOCK=block)), nbytes, copy,
+                        param=block))
+    return rows
 
 
-def fusion_table(n, p=0.1, seed=1234):
+def fusion_table(n, device, smoke):
     import torch.nn.functional as F
-    from fused import bias_relu_dropout
-    cols = 4096
-    x = torch.randn(n // cols, cols, device="cuda")
-    b = torch.randn(cols, device="cuda")
+    x = torch.randn(max(n // COLS, 2), COLS, device=device)
+    b = torch.randn(COLS, device=device)
     out = torch.empty_like(x)
-    copy = timed(lambda: out.copy_(x))
-    eager = lambda: F.dropout(torch.relu(x + b), p)
-    compiled = torch.compile(eager)
-    rows = [("device copy", copy),
-            ("fused Triton, tl.rand4x, BLOCK=512", timed(lambda: bias_relu_dropout(x, b, p, seed))),
-            ("fused Triton, tl.rand per element, BLOCK=512",
-             timed(lambda: bias_relu_dropout(x, b, p, seed, four_per_call=False))),
-            ("eager F.dropout(torch.relu(x + b))", timed(eager)),
-            ("torch.compile of the same", timed(compiled))]
-    return [{"name": name, "ms": ms, "gbps": 2 * x.numel() * 4 / ms / 1e6, "vs_copy": copy / ms} for name, ms in rows]
+    nbytes = 2 * x.numel() * x.element_size()   # the unavoidable transfers: read x, write the result
+    copy = time_ms(lambda: out.copy_(x))
+    eager = lambda: torch.relu(x + b)
+    rows = [row("device copy", copy, nbytes, copy, "copy"),
+            row("eager torch.relu(x + b)", time_ms(eager), nbytes, copy, "baseline")]
+    if not smoke:
+        rows.append(row("torch.compile of torch.relu(x + b)", time_ms(torch.compile(eager)), nbytes, copy, "baseline"))
+    fused = _fused()
+    if fused is not None:
+        rows.append(row("fused.py bias_relu, one Triton kernel", time_ms(lambda: fused.bias_relu(x, b)), nbytes, copy))
+        rows.append(row("fused.py bias -> ReLU -> dropout (tl.rand4x)",
+                        time_ms(lambda: fused.bias_relu_dropout(x, b, 0.1, 1234)), nbytes, copy))
+    rows.append(row("eager F.dropout(torch.relu(x + b), 0.1)", time_ms(lambda: F.dropout(eager(), 0.1)), nbytes, copy,
+                    "baseline"))
+    return rows
 
 
-def fusion_correctness(p=0.1, seed=1234):
-    """NaN survives the ReLU, the kept fraction matches 1 - p, kept values are scaled, seeds repeat."""
-    from fused import bias_relu_dropout
-    cols = 4096
-    x = torch.randn(1024, cols, device="cuda")
-    b = torch.randn(cols, device="cuda")
+def _fused():
+    try:
+        import fused
+    except ImportError:   # the exercise edition has no fused.py: its kernel contains the answer
+        return None
+    return fused
+
+
+def dropout_checks(device, rows, p=0.1, seed=1234):
+    """The fused dropout keeps NaN, keeps about 1 - p of the positives, scales them, repeats seeds."""
+    fused = _fused()
+    if fused is None:
+        return {}
+    x = torch.randn(rows, COLS, device=device)
+    b = torch.randn(COLS, device=device)
     x[0, :8] = float("nan")
-    out = bias_relu_dropout(x, b, p, seed)
-    reference = torch.relu(x + b)
-    positive = reference > 0
+    out = fused.bias_relu_dropout(x, b, p, seed)
+    expected = torch.relu(x + b)
+    positive = expected > 0
     kept = (out != 0) & positive
-    n_pos = int(positive.sum())
-    fraction = int(kept.sum()) / n_pos
-    bound = 5 * math.sqrt(p * (1 - p) / n_pos)
-    scaled = torch.allclose(out[kept], reference[kept] / (1 - p), rtol=1e-6, atol=0)
-    return {"nan_kept": bool(torch.isnan(out[0, :8]).all()), "kept_fraction": fraction,
-            "expected_fraction": 1 - p, "binomial_5_sigma": bound, "fraction_ok": abs(fraction - (1 - p)) <= bound,
-            "scaled_ok": scaled, "same_seed_same_mask": _same(out, bias_relu_dropout(x, b, p, seed)),
-            "other_seed_other_mask": not _same(out, bias_relu_dropout(x, b, p, seed + 1))}
+    fraction = int(kept.sum()) / int(positive.sum())
+    bound = 5 * math.sqrt(p * (1 - p) / int(positive.sum()))
+    same = lambda a, c: bool(torch.equal(torch.nan_to_num(a), torch.nan_to_num(c)))
+    return {"dropout keeps NaN": bool(torch.isnan(out[0, :8]).all()),
+            "dropout keeps 1 - p of the positives (5 sigma)": abs(fraction - (1 - p)) <= bound,
+            "kept values scaled by 1/(1-p)": torch.allclose(out[kept], expected[kept] / (1 - p), rtol=1e-6, atol=0),
+            "same seed, same mask": same(out, fused.bias_relu_dropout(x, b, p, seed)),
+            "bias_relu equals torch.relu(x + b)": same(fused.bias_relu(x, b), expected)}
 
 
-def _same(a, b):
-    return bool(torch.equal(torch.nan_to_num(a), torch.nan_to_num(b)))
+def recompiles(kernel, device):
+    """Kernel variants compiled for new lengths: n is an ordinary argument, yet Triton specializes
+    integers that equal 1 or are divisible by 16."""
+    lengths = (1, 5, 16, 17, 32, 1000, 1003, 4096, 100003)
+    compiled = kernel.relu_kernel.device_caches
+    before = sum(len(c[0]) for c in compiled.values()) if hasattr(kernel.relu_kernel, "device_caches") else None
+    for n in lengths:
+        kernel.relu(torch.randn(n, device=device), BLOCK=256)
+    if before is None:
+        return {}
+    after = sum(len(c[0]) for c in kernel.relu_kernel.device_caches.values())
+    return {"lengths_tried": str(len(lengths)), "variants_compiled": str(after - before)}
 
 
-def show(title, rows):
-    print(title)
-    print(f"  {'':46} {'ms':>8} {'GB/s':>8} {'vs copy':>8}")
-    for row in rows:
-        print(f"  {row['name']:46} {row['ms']:8.3f} {row['gbps']:8.0f} {row['vs_copy']:8.2f}")
-
-
-def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--json", metavar="FILE", help="also write the results as JSON")
-    parser.add_argument("--log2", type=int, default=28, help="log2 of the element count (default 28)")
-    args = parser.parse_args(argv)
-    if not torch.cuda.is_available():
-        print("bench.py needs a CUDA GPU; the Triton interpreter's speed says nothing about a GPU.")
-        return 2
-    import triton
-    n = size_for_gpu(args.log2)
-    result = {"device": torch.cuda.get_device_name(0), "torch": torch.__version__, "triton": triton.__version__,
-              "elements": n, "relu": relu_table(n)}
-    print(f"{result['device']} · torch {result['torch']} · triton {result['triton']} · {n} float32 elements")
-    show("ReLU", result["relu"])
-    if (HERE / "fused.py").exists():
-        result["fusion"] = fusion_table(n)
-        result["fusion_correctness"] = fusion_correctness()
-        show("bias -> ReLU -> dropout (p=0.1), bias of 4096 broadcast over rows", result["fusion"])
-        print("fused kernel checks:", json.dumps(result["fusion_correctness"]))
-    if args.json:
-        Path(args.json).write_text(json.dumps(result, indent=1))
-    return 0
+def measure(kernel, n, smoke):
+    device = "cpu" if smoke else "cuda"
+    blocks = blocks_table(kernel, n, device)
+    fusion = fusion_table(n, device, smoke)
+    by_name = {r["name"]: r for r in blocks + fusion}
+    kernels = [r for r in blocks if r["role"] == "kernel"]
+    best = max(kernels, key=lambda r: r["vs_copy"])
+    values = {f"block{r['param']}_vs_copy": f"{r['vs_copy']:.2f}" for r in kernels}
+    values.update(best_block=str(best["param"]), best_vs_copy=f"{best['vs_copy']:.2f}",
+                  copy_gbps=f"{blocks[0]['gbps']:.0f}", torch_relu_vs_copy=f"{by_name['torch.relu']['vs_copy']:.2f}",
+                  eager_bias_relu_ms=f"{by_name['eager torch.relu(x + b)']['ms']:.3f}",
+                  eager_bias_relu_vs_copy=f"{by_name['eager torch.relu(x + b)']['vs_copy']:.2f}",
+                  copy_ms=f"{fusion[0]['ms']:.3f}")
+    compiled = by_name.get("torch.compile of torch.relu(x + b)")
+    if compiled:
+        values["compile_bias_relu_vs_copy"] = f"{compiled['vs_copy']:.2f}"
+    fused = by_name.get("fused.py bias_relu, one Triton kernel")
+    if fused:
+        values["fused_bias_relu_ms"] = f"{fused['ms']:.3f}"
+        values["fused_bias_relu_vs_copy"] = f"{fused['vs_copy']:.2f}"
+        values["eager_over_fused"] = f"{by_name['eager torch.relu(x + b)']['ms'] / fused['ms']:.2f}"
+        dropout = by_name["fused.py bias -> ReLU -> dropout (tl.rand4x)"]
+        values["fused_dropout_vs_copy"] = f"{dropout['vs_copy']:.2f}"
+    values.update(recompiles(kernel, device))
+    return {"tables": {"blocks": blocks, "fusion": fusion}, "values": values, "checks": dropout_checks(device, 8 if smoke else 256)}
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(bench_main(measure, default_log2=28))

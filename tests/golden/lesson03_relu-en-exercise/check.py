@@ -6,30 +6,36 @@
     python check.py --json          per-case results as JSON
     python check.py --hint N        hint level N
     python check.py --report F.md   write a submission report
-    python check.py --bench         bandwidth on this GPU (needs a CUDA GPU)
+    python check.py --bench         check, then time the kernel with the lesson's bench.py (GPU)
 
-Each run of the student's code happens in a child process, so a kernel that hangs or crashes
-fails its case with a reason and this script always ends.
+The student's code runs in child processes: a kernel that hangs, crashes or leaves the GPU in an
+error state fails its own case with a reason, a fresh child takes the next case, and this script
+always ends. The lesson-specific parts (inputs, reference, comparison, reasons) are data below.
 """
 import argparse
 import difflib
 import io
 import json
 import os
-import queue
+import platform
 import re
 import signal
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 import tokenize
+import traceback
 import zlib
 from pathlib import Path
 
 # The data block below is written by coursepack when it builds the pack.
 LESSON = json.loads(r"""{
+ "bench": "bench.py",
+ "bench_tables": {
+  "blocks": "ReLU (relu.py) over BLOCK sizes",
+  "fusion": "Fusion: bias + ReLU (a bias of 4096 broadcast over rows), and figure 3-2's bias -> ReLU -> dropout (p = 0.1)"
+ },
  "blank_line": 16,
  "case_names": {
   "block_1": "size 256 (one full block)",
@@ -50,147 +56,159 @@ LESSON = json.loads(r"""{
  },
  "cases": [
   {
-   "dtype": "float32",
-   "gpu_only": false,
    "group": "normal",
    "id": "seed",
-   "values": [
-    "-2.0",
-    "0.0",
-    "3.0",
-    "-4.0",
-    "5.0"
-   ]
+   "values": {
+    "x": [
+     "-2.0",
+     "0.0",
+     "3.0",
+     "-4.0",
+     "5.0"
+    ]
+   }
   },
   {
-   "dtype": "float32",
-   "gpu_only": false,
+   "dims": {
+    "N": 256
+   },
    "group": "normal",
-   "id": "block_1",
-   "size": 256
+   "id": "block_1"
   },
   {
-   "dtype": "float32",
-   "gpu_only": false,
+   "dims": {
+    "N": 1024
+   },
    "group": "normal",
-   "id": "block_4",
-   "size": 1024
+   "id": "block_4"
   },
   {
+   "dims": {
+    "N": 4096
+   },
    "dtype": "float16",
-   "gpu_only": false,
    "group": "normal",
-   "id": "random_f16",
-   "size": 4096
+   "id": "random_f16"
   },
   {
+   "dims": {
+    "N": 4096
+   },
    "dtype": "bfloat16",
-   "gpu_only": false,
    "group": "normal",
-   "id": "random_bf16",
-   "size": 4096
+   "id": "random_bf16"
   },
   {
-   "dtype": "float32",
+   "dims": {
+    "N": 16777259
+   },
    "gpu_only": true,
    "group": "normal",
-   "id": "large",
-   "size": 16777259
+   "id": "large"
   },
   {
-   "dtype": "float32",
-   "gpu_only": false,
+   "dims": {
+    "N": 1
+   },
    "group": "boundary",
-   "id": "tail_1",
-   "size": 1
+   "id": "tail_1"
   },
   {
-   "dtype": "float32",
-   "gpu_only": false,
+   "dims": {
+    "N": 5
+   },
    "group": "boundary",
-   "id": "tail_5",
-   "size": 5
+   "id": "tail_5"
   },
   {
-   "dtype": "float32",
-   "gpu_only": false,
+   "dims": {
+    "N": 255
+   },
    "group": "boundary",
-   "id": "tail_255",
-   "size": 255
+   "id": "tail_255"
   },
   {
-   "dtype": "float32",
-   "gpu_only": false,
+   "dims": {
+    "N": 257
+   },
    "group": "boundary",
-   "id": "tail_257",
-   "size": 257
+   "id": "tail_257"
   },
   {
-   "dtype": "float32",
-   "gpu_only": false,
+   "dims": {
+    "N": 100003
+   },
    "group": "boundary",
-   "id": "tail_100003",
-   "size": 100003
+   "id": "tail_100003"
   },
   {
-   "dtype": "float32",
-   "gpu_only": false,
+   "dims": {
+    "N": 0
+   },
    "group": "boundary",
-   "id": "empty",
-   "size": 0
+   "id": "empty"
   },
   {
-   "dtype": "float32",
-   "gpu_only": false,
+   "dims": {
+    "N": 300
+   },
    "group": "boundary",
    "id": "special_f32",
-   "size": 300,
-   "values": [
-    "nan",
-    "inf",
-    "-inf",
-    "0.0",
-    "-0.0",
-    "-1.5",
-    "2.5",
-    "nan"
-   ]
+   "values": {
+    "x": [
+     "nan",
+     "inf",
+     "-inf",
+     "0.0",
+     "-0.0",
+     "-1.5",
+     "2.5",
+     "nan"
+    ]
+   }
   },
   {
+   "dims": {
+    "N": 300
+   },
    "dtype": "float16",
-   "gpu_only": false,
    "group": "boundary",
    "id": "special_f16",
-   "size": 300,
-   "values": [
-    "nan",
-    "inf",
-    "-inf",
-    "0.0",
-    "-0.0",
-    "-1.5",
-    "2.5",
-    "nan"
-   ]
+   "values": {
+    "x": [
+     "nan",
+     "inf",
+     "-inf",
+     "0.0",
+     "-0.0",
+     "-1.5",
+     "2.5",
+     "nan"
+    ]
+   }
   },
   {
+   "dims": {
+    "N": 300
+   },
    "dtype": "bfloat16",
-   "gpu_only": false,
    "group": "boundary",
    "id": "special_bf16",
-   "size": 300,
-   "values": [
-    "nan",
-    "inf",
-    "-inf",
-    "0.0",
-    "-0.0",
-    "-1.5",
-    "2.5",
-    "nan"
-   ]
+   "values": {
+    "x": [
+     "nan",
+     "inf",
+     "-inf",
+     "0.0",
+     "-0.0",
+     "-1.5",
+     "2.5",
+     "nan"
+    ]
+   }
   }
  ],
+ "compare": {},
  "edition": "exercise",
  "edition_name": "exercise edition",
  "entry": "relu",
@@ -205,18 +223,37 @@ LESSON = json.loads(r"""{
   "no Python `if`; use one block-level primitive that handles every lane at once. Remember that the result must match `torch.relu` on NaN too.",
   "`tl.maximum(xv, 0.0)` is right for ordinary numbers, but with default arguments it turns NaN into 0.0. Look at the `propagate_nan` argument of `tl.maximum`."
  ],
+ "inputs": [
+  {
+   "draw": {
+    "alternate_signs": true,
+    "high": 8.125,
+    "low": 0.125
+   },
+   "name": "x",
+   "shape": [
+    "N"
+   ]
+  }
+ ],
  "lesson": "lesson03_relu",
+ "lesson_reasons": [
+  "nan_dropped",
+  "not_clamped",
+  "negatives_flipped",
+  "positives_zeroed",
+  "inf_wrong"
+ ],
  "locale": "en",
  "messages": {
   "at_line": " (at line {line})",
-  "bench_block": "your relu, BLOCK={block}",
-  "bench_copy": "device copy (out.copy_(x))",
+  "bench_after_failures": "--bench times only a kernel that passes every case: fix the failing cases above first",
   "bench_needs_gpu": "--bench needs a CUDA GPU; the interpreter's speed says nothing about a GPU",
+  "bench_none": "this lesson has no bench",
+  "bench_not_run": "--bench needs a kernel that runs: deal with the problem above first",
   "bench_note": "GB/s counts bytes read plus bytes written; the first call (JIT compilation) is not timed.",
-  "bench_title": "bandwidth on {device}, {n} float32 elements ({mib} MiB in, as much out), median of many runs after warm-up · {versions}",
+  "bench_title": "bandwidth on {device}, {n} elements per timing, median of many runs after warm-up · {versions}",
   "bench_vs_copy": "vs copy",
-  "bench_vs_torch": "vs torch.relu",
-  "bench_yours": "your relu (default BLOCK)",
   "crashed": "crashed ({code}): the process running your kernel died",
   "edits_outside": "note: lines changed outside the blank: {lines}. The rules allow changes only at the blank;\u0007 your instructor will see this.",
   "env_gpu": "environment: {device} · {versions}",
@@ -225,12 +262,16 @@ LESSON = json.loads(r"""{
   "file_line": "file: {file}",
   "fill_blank": "fill in the blank at {where}: replace ______ with your expression",
   "fill_blank_next": "then run the check again; `python check.py --hint 1` gives a first hint",
+  "gpu_fault": "your kernel accessed memory outside its tensors (after a GPU error its process is unusable; the next cases run in a fresh one): check the offsets and the mask",
   "help_bench": "measure bandwidth on a CUDA GPU",
   "help_hint": "print hint level N (1-4)",
   "help_interpreter": "use the Triton interpreter even when a GPU is present",
   "help_json": "print per-case results as JSON",
+  "help_kernel": "the kernel file to time (default: the pack's kernel file)",
+  "help_log2": "log2 of the element count (made smaller when the GPU lacks memory)",
   "help_path": "a .py file or an .ipynb notebook to check (default: the kernel file beside check.py)",
   "help_report": "write a submission report to FILE",
+  "help_smoke": "smoke run: tiny sizes in the Triton interpreter on the CPU, only to see that the bench runs",
   "help_timeout": "seconds allowed for each case",
   "hint_answer_only": "level 4 (the full answer) is only in the answer edition; ask your instructor",
   "hint_heading": "hint, level {level} ({name}):",
@@ -247,6 +288,7 @@ LESSON = json.loads(r"""{
   "not_tensor": "the function returned {got}, not a tensor",
   "notebook_cell": "this notebook's code cell",
   "notebook_failed": "the self-check did not pass; see the lines above",
+  "position_2d": "row {row}, column {column}",
   "raised": "raised {text}",
   "report_answer_here": "_Your answer:_",
   "report_code": "Your code",
@@ -279,6 +321,8 @@ LESSON = json.loads(r"""{
   "wrote_past_end_detail": "a write landed at element {index} of an output of {n} elements (outside the tensor)"
  },
  "module": "relu.py",
+ "platform_section": "Your machine",
+ "poison": -1024.0,
  "questions": [
   "q1",
   "q2",
@@ -294,6 +338,7 @@ LESSON = json.loads(r"""{
   "wrong_value": "the result differs from torch.relu.",
   "wrote_past_end": "a write landed outside the output tensor: `tl.store` needs `mask=mask`, or the last block writes past the end."
  },
+ "reference": "\"\"\"What lesson 3's kernel computes, in torch, and how to tell its typical mistakes apart.\"\"\"\nimport torch\n\n\ndef reference(x):\n    return torch.relu(x)\n\n\ndef classify(inputs, expected, got, bad):\n    \"\"\"The most telling mistake among the differing elements (None: the checker's generic reason).\"\"\"\n    x, g = inputs[\"x\"][bad], got[bad]\n    if bool((torch.isnan(x) & (g == 0)).any()):\n        return \"nan_dropped\"\n    negative = x < 0\n    if bool((negative & (g == x)).any()):\n        return \"not_clamped\"\n    if bool((negative & (g == -x)).any()):\n        return \"negatives_flipped\"\n    if bool(((x > 0) & (g == 0)).any()):\n        return \"positives_zeroed\"\n    if bool(torch.isinf(x).any()):\n        return \"inf_wrong\"\n    return None\n",
  "rubric": {
   "boundary": 1,
   "explanation": 1,
@@ -341,14 +386,32 @@ LESSON = json.loads(r"""{
 }""")
 
 BLANK = "______"
-POISON = -1024.0          # exact in float32, float16 and bfloat16; ReLU never outputs it
-GUARD = 4096              # poisoned elements on each side of the output, to catch stray writes
+GUARD = 4096              # poisoned elements on each side of every output, to catch stray writes
 HERE = Path(__file__).resolve().parent
 EXIT_PASS, EXIT_FAIL, EXIT_UNRUNNABLE = 0, 1, 2
+# Words of the CUDA errors that leave a process unusable (a CUDA error is sticky for its process).
+GPU_FAULT_WORDS = ("illegal memory access", "illegal address", "misaligned address",
+                   "operation not supported on global/shared address space", "unspecified launch failure",
+                   "device-side assert", "an illegal instruction", "CUDA error")
 
 
 def msg(key, **kw):
     return LESSON["messages"][key].format(**kw)
+
+
+# ---------------------------------------------------------------------------------------------
+# Platform: torch and triton must import before anything can run
+# ---------------------------------------------------------------------------------------------
+
+def missing_packages():
+    """Names of the packages this checker needs that cannot be found (no import, so it is fast)."""
+    import importlib.util
+    return [name for name in ("torch", "triton") if importlib.util.find_spec(name) is None]
+
+
+def platform_message(missing):
+    where = f"{platform.system() or 'unknown'} {platform.machine()}".strip()
+    return msg("no_triton", platform=where, missing=", ".join(missing), section=LESSON["platform_section"])
 
 
 # ---------------------------------------------------------------------------------------------
@@ -385,12 +448,18 @@ def load_target(arg, workdir, display=None):
     return Target(path, display, path.read_text(encoding="utf-8"))
 
 
+def _tokens(text):
+    try:
+        return list(tokenize.generate_tokens(io.StringIO(text).readline))
+    except (tokenize.TokenError, IndentationError, SyntaxError):
+        return None
+
+
 def code_lines(text):
     """The lines of text with comments and trailing blanks removed (None if it won't tokenize)."""
     lines = text.splitlines()
-    try:
-        tokens = list(tokenize.generate_tokens(io.StringIO(text).readline))
-    except (tokenize.TokenError, IndentationError, SyntaxError):
+    tokens = _tokens(text)
+    if tokens is None:
         return None
     for tok in reversed(tokens):
         if tok.type == tokenize.COMMENT:
@@ -400,9 +469,8 @@ def code_lines(text):
 
 
 def blank_lines(text):
-    try:
-        tokens = list(tokenize.generate_tokens(io.StringIO(text).readline))
-    except (tokenize.TokenError, IndentationError, SyntaxError):
+    tokens = _tokens(text)
+    if tokens is None:
         return [i for i, line in enumerate(text.splitlines(), 1) if BLANK in line.split("#")[0]]
     return sorted({tok.start[0] for tok in tokens if tok.type == tokenize.NAME and tok.string == BLANK})
 
@@ -432,187 +500,205 @@ def review_edits(text):
 
 
 # ---------------------------------------------------------------------------------------------
-# The worker: runs in a child process, imports the student's module, runs the cases
+# Cases: inputs from the lesson's declarations, outputs poisoned and guarded, compared with the
+# lesson's reference
 # ---------------------------------------------------------------------------------------------
 
-def worker_main(path, case_ids, force_interpreter):
-    proto = os.fdopen(os.dup(1), "w", buffering=1)
-    os.dup2(2, 1)   # the student's prints go to stderr; stdout carries only our messages
+def reference_namespace():
+    namespace = {"__name__": "lesson_reference"}
+    exec(compile(LESSON["reference"], "reference.py", "exec"), namespace)
+    return namespace
 
-    def send(**message):
-        proto.write(json.dumps(message) + "\n")
 
-    import torch
-    use_gpu = torch.cuda.is_available() and not force_interpreter
-    if not use_gpu:
-        os.environ["TRITON_INTERPRET"] = "1"   # must be set before @triton.jit runs
-    import triton
-    send(hello=environment(torch, triton, use_gpu))
-    try:
-        module = import_student(path)
-        fn = getattr(module, LESSON["entry"])
-    except SyntaxError as exc:
-        send(load_error={"kind": "syntax", "line": exc.lineno, "column": exc.offset, "text": exc.msg})
-        return 0
-    except BaseException as exc:  # the student's module may raise anything at import
-        send(load_error={"kind": "import", "line": student_line(exc, path), "text": f"{type(exc).__name__}: {exc}"})
-        return 0
-    device = "cuda" if use_gpu else "cpu"
-    cases = {case["id"]: case for case in LESSON["cases"]}
-    for case_id in case_ids:
-        case = cases[case_id]
-        send(start=case_id)
-        skip = skip_reason(case, use_gpu)
-        if skip:
-            send(case=case_id, status="skip", reason=skip)
+def _draw(torch, spec, shape, seed):
+    draw = spec.get("draw") or {}
+    low, high = float(draw.get("low", -8.0)), float(draw.get("high", 8.0))
+    generator = torch.Generator().manual_seed(seed)
+    values = torch.rand(shape, generator=generator, dtype=torch.float64) * (high - low) + low
+    if draw.get("alternate_signs"):
+        flat = values.view(-1)
+        flat[0::2] = -flat[0::2].abs()
+        flat[1::2] = flat[1::2].abs()
+    return values
+
+
+def _plant(values, planted):
+    flat = values.view(-1)
+    size = flat.numel()
+    if not size:
+        return
+    step = max(size // len(planted), 1)
+    for i, value in enumerate(planted):
+        flat[min(i * step, size - 1) if i < len(planted) - 1 else size - 1] = value
+
+
+def _layout(torch, logical, layout, seed):
+    """(storage, view): the tensor the kernel sees is view(storage), with the declared layout."""
+    if layout == "transposed":
+        if logical.dim() != 2:
+            raise ValueError("layout 'transposed' needs a 2-D input")
+        return logical.t().contiguous(), lambda s: s.t()
+    if layout == "sliced":
+        filler = _draw(torch, {}, (), seed)   # the slack holds other numbers, never the right ones
+        if logical.dim() == 1:
+            n = logical.shape[0]
+            storage = torch.full((2 * n,), float(filler), dtype=logical.dtype)
+            storage[0::2] = logical
+            return storage, lambda s: s[0::2]
+        rows, cols = logical.shape
+        storage = _draw(torch, {}, (rows, cols + 7), seed + 1).to(logical.dtype)
+        storage[:, :cols] = logical
+        return storage, lambda s: s[:, :cols]
+    return logical.contiguous(), lambda s: s
+
+
+def make_inputs(torch, case, device):
+    """The case's arguments, in declared order: (name, on-device value, CPU value) triples."""
+    dtype = getattr(torch, case.get("dtype", "float32"))
+    dims = case.get("dims") or {}
+    values = case.get("values") or {}
+    layouts = case.get("layout") or {}
+    made = []
+    for index, spec in enumerate(LESSON["inputs"]):
+        name = spec["name"]
+        seed = zlib.crc32(f"{case['id']}/{name}".encode())
+        if "scalar" in spec:
+            value = float(values.get(name, spec["scalar"]))
+            made.append((name, value, value))
             continue
-        try:
-            send(case=case_id, **run_case(torch, fn, case, device))
-        except BaseException as exc:
-            send(case=case_id, status="error", line=student_line(exc, path),
-                 text=f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}")
-    send(done=True)
-    return 0
-
-
-def environment(torch, triton, use_gpu):
-    env = {"torch": torch.__version__, "triton": triton.__version__,
-           "python": sys.version.split()[0], "interpreter": not use_gpu}
-    if use_gpu:
-        env["device"] = torch.cuda.get_device_name(0)
-    return env
-
-
-def import_student(path):
-    import importlib.util
-    sys.path.insert(0, str(Path(path).parent))
-    spec = importlib.util.spec_from_file_location("student_" + Path(path).stem, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-def student_line(exc, path):
-    import traceback
-    target = os.path.realpath(path)
-    lines = [frame.lineno for frame in traceback.extract_tb(exc.__traceback__)
-             if os.path.realpath(frame.filename) == target]
-    return lines[-1] if lines else None
-
-
-def skip_reason(case, use_gpu):
-    if case.get("gpu_only") and not use_gpu:
-        return "needs_gpu"
-    if case["dtype"] == "bfloat16" and not use_gpu:
-        return "bf16_interpreter"
-    return None
-
-
-def make_input(torch, case):
-    dtype = getattr(torch, case["dtype"])
-    size = case.get("size")
-    values = [float(v) for v in case.get("values") or []]
-    if size is None:
-        return torch.tensor(values, dtype=torch.float64).to(dtype)
-    generator = torch.Generator().manual_seed(zlib.crc32(case["id"].encode()))
-    x = torch.rand(size, generator=generator, dtype=torch.float64) * 8 + 0.125
-    x[::2] *= -1   # alternating signs: a kernel that does not clamp fails every case
-    if values and size:
-        step = max(size // len(values), 1)
-        for i, value in enumerate(values):
-            x[min(i * step, size - 1) if i < len(values) - 1 else size - 1] = value
-    return x.to(dtype)
+        planted = [float(v) for v in values.get(name, [])]
+        if not dims and planted:
+            logical = torch.tensor(planted, dtype=torch.float64)
+        else:
+            shape = tuple(int(dims[d]) if isinstance(d, str) else int(d) for d in spec["shape"])
+            logical = _draw(torch, spec, shape, seed)
+            if planted:
+                _plant(logical, planted)
+        storage, view = _layout(torch, logical.to(dtype), layouts.get(name, "contiguous"), seed)
+        made.append((name, view(storage.to(device)), view(storage)))
+    return made
 
 
 class PoisonedOutputs:
-    """Makes torch.empty_like return poisoned memory with guard bands while the kernel runs."""
+    """While the student's function runs, torch.empty_like and torch.empty return memory filled with
+    the lesson's poison value inside guard bands, so unwritten elements and stray writes show."""
 
-    def __init__(self, torch):
-        self.torch, self.buffers = torch, []
+    def __init__(self, torch, poison):
+        self.torch, self.poison, self.buffers = torch, poison, []
+        self.originals = {}
+
+    def _poisoned(self, plain):
+        torch = self.torch
+        if not plain.is_floating_point() or not plain.numel():
+            return plain
+        span = 1 + sum((size - 1) * stride for size, stride in zip(plain.shape, plain.stride()))
+        buffer = torch.full((span + 2 * GUARD,), self.poison, dtype=plain.dtype, device=plain.device)
+        self.buffers.append((buffer, span))
+        return buffer.as_strided(plain.shape, plain.stride(), GUARD)
 
     def __enter__(self):
-        torch, original = self.torch, self.torch.empty_like
-        self.original = original
+        torch = self.torch
+        self.originals = {"empty_like": torch.empty_like, "empty": torch.empty}
+        empty_like, empty = self.originals["empty_like"], self.originals["empty"]
 
-        def poisoned(t, *args, **kwargs):
-            plain = original(t, *args, **kwargs)
-            if args or set(kwargs) - {"dtype", "device"} or not plain.is_floating_point():
-                return plain
-            n = plain.numel()
-            buffer = torch.full((n + 2 * GUARD,), POISON, dtype=plain.dtype, device=plain.device)
-            self.buffers.append((buffer, n))
-            return buffer[GUARD:GUARD + n].view(plain.shape)
+        def poisoned_empty_like(t, *args, **kwargs):
+            plain = empty_like(t, *args, **kwargs)
+            return plain if args else self._poisoned(plain)
 
-        torch.empty_like = poisoned
+        def poisoned_empty(*args, **kwargs):
+            plain = empty(*args, **kwargs)
+            return plain if kwargs.get("out") is not None else self._poisoned(plain)
+
+        torch.empty_like, torch.empty = poisoned_empty_like, poisoned_empty
         return self
 
     def __exit__(self, *exc):
-        self.torch.empty_like = self.original
+        for name, original in self.originals.items():
+            setattr(self.torch, name, original)
         return False
 
     def stray_write(self, out):
-        """Index (relative to the output's start) of the first write outside the output."""
-        for buffer, n in self.buffers:
-            if out.numel() and out.data_ptr() != buffer[GUARD:].data_ptr():
-                continue
-            if not out.numel() and n != 0:
+        """Offset (in elements, from the output's first element) of a write outside the output."""
+        for buffer, span in self.buffers:
+            if not out.numel() or out.untyped_storage().data_ptr() != buffer.untyped_storage().data_ptr():
                 continue
             host = buffer.detach().double().cpu()
-            before = (host[:GUARD] != POISON).nonzero()
-            after = (host[GUARD + n:] != POISON).nonzero()
-            if len(after):
-                return n + int(after[0])
-            if len(before):
-                return int(before[-1]) - GUARD
+            after = host[GUARD + span:] != self.poison
+            before = host[:GUARD] != self.poison
+            if bool(after.any()):
+                return span + int(after.nonzero()[0])
+            if bool(before.any()):
+                return int(before.nonzero()[-1]) - GUARD
         return None
 
 
-def run_case(torch, fn, case, device):
-    x_host = make_input(torch, case)
-    x = x_host.to(device)
-    expected = torch.relu(x_host).double()
-    poison = PoisonedOutputs(torch)
+def compare(torch, expected, got, dtype):
+    """Bool tensor: True where got differs from expected (NaN equals NaN, +0 equals -0)."""
+    same = (got == expected) | (torch.isnan(got) & torch.isnan(expected))
+    tolerance = (LESSON.get("compare") or {}).get(dtype)
+    if tolerance:
+        finite = torch.isfinite(got) & torch.isfinite(expected)
+        close = (got - expected).abs() <= tolerance.get("atol", 0.0) + tolerance.get("rtol", 0.0) * expected.abs()
+        same |= finite & close
+    return ~same
+
+
+def run_case(torch, fn, case, device, reference):
+    made = make_inputs(torch, case, device)
+    expected = reference["reference"](**{name: cpu for name, _, cpu in made})
+    poison = PoisonedOutputs(torch, float(LESSON["poison"]))
     with poison:
-        out = fn(x)
+        out = fn(*[value for _, value, _ in made])
     if device == "cuda":
         torch.cuda.synchronize()
     if not isinstance(out, torch.Tensor):
         return {"status": "fail", "reason": "not_tensor", "got_type": type(out).__name__}
-    if tuple(out.shape) != tuple(x.shape):
-        return {"status": "fail", "reason": "wrong_shape", "expected": list(x.shape), "got": list(out.shape)}
-    if out.dtype != x.dtype:
-        return {"status": "fail", "reason": "wrong_dtype", "expected": str(x.dtype), "got": str(out.dtype)}
+    if tuple(out.shape) != tuple(expected.shape):
+        return {"status": "fail", "reason": "wrong_shape", "expected": list(expected.shape), "got": list(out.shape)}
+    if out.dtype != expected.dtype:
+        return {"status": "fail", "reason": "wrong_dtype", "expected": str(expected.dtype), "got": str(out.dtype)}
     stray = poison.stray_write(out)
     if stray is not None:
-        return {"status": "fail", "reason": "wrote_past_end", "index": stray, "n": x.numel()}
+        return {"status": "fail", "reason": "wrote_past_end", "index": stray, "n": out.numel()}
     got = out.detach().double().cpu()
-    inputs = x_host.double()
-    same = (got == expected) | (torch.isnan(got) & torch.isnan(expected))
-    bad = (~same).nonzero().flatten()
-    if not len(bad):
-        return {"status": "pass", "n": x.numel()}
-    first = int(bad[0])
-    return {"status": "fail", "reason": classify(torch, inputs, expected, got, bad),
-            "index": first, "input": fmt(inputs[first]), "expected": fmt(expected[first]),
-            "got": fmt(got[first]), "count": len(bad), "n": x.numel()}
+    want = expected.double()
+    bad = compare(torch, want, got, case.get("dtype", "float32"))
+    count = int(bad.sum())
+    if not count:
+        return {"status": "pass", "n": out.numel()}
+    first = tuple(int(i) for i in bad.nonzero()[0])
+    inputs = broadcast_inputs(torch, made, got.shape)
+    return {"status": "fail", "reason": classify(torch, inputs, want, got, bad), "position": list(first),
+            "inputs": {name: fmt(value[first]) if hasattr(value, "shape") else fmt(value)
+                       for name, value in inputs.items() if value is not None},
+            "expected": fmt(want[first]), "got": fmt(got[first]), "count": count, "n": out.numel()}
+
+
+def broadcast_inputs(torch, made, shape):
+    """Each input as float64 of the output's shape where it broadcasts to it (scalars stay floats)."""
+    found = {}
+    for name, _, cpu in made:
+        if not hasattr(cpu, "shape"):
+            found[name] = cpu
+            continue
+        try:
+            found[name] = torch.broadcast_to(cpu.double(), shape)
+        except RuntimeError:
+            found[name] = None
+    return found
 
 
 def classify(torch, inputs, expected, got, bad):
-    """The most telling known mistake among the differing elements."""
-    x, g = inputs[bad], got[bad]
-    if bool((g == POISON).any()):
+    """The most telling reason among the differing elements: poison left behind first, then the
+    lesson's own classifier, then a plain wrong value."""
+    poison = float(LESSON["poison"])
+    if bool(((got == poison) & (expected != poison) & bad).any()):
         return "unwritten"
-    if bool((torch.isnan(x) & (g == 0)).any()):
-        return "nan_dropped"
-    negative = x < 0
-    if bool((negative & (g == x)).any()):
-        return "not_clamped"
-    if bool((negative & (g == -x)).any()):
-        return "negatives_flipped"
-    if bool(((x > 0) & (g == 0)).any()):
-        return "positives_zeroed"
-    if bool((torch.isinf(x)).any()):
-        return "inf_wrong"
+    lesson_classify = REFERENCE.get("classify") if REFERENCE else None
+    if lesson_classify is not None:
+        reason = lesson_classify(inputs, expected, got, bad)
+        if reason in LESSON["lesson_reasons"]:
+            return reason
     return "wrong_value"
 
 
@@ -625,71 +711,198 @@ def fmt(value):
     return repr(value)
 
 
+def skip_reason(case, use_gpu):
+    if case.get("gpu_only") and not use_gpu:
+        return "needs_gpu"
+    if case.get("dtype") == "bfloat16" and not use_gpu:
+        return "bf16_interpreter"
+    return None
+
+
+def is_gpu_fault(torch, exc, device):
+    """True when the process's GPU context is broken: a CUDA error is sticky for its process."""
+    if device != "cuda":
+        return False
+    text = f"{type(exc).__name__}: {exc}"
+    if type(exc).__name__ == "AcceleratorError" or any(word in text for word in GPU_FAULT_WORDS):
+        return True
+    try:
+        torch.cuda.synchronize()
+    except Exception:
+        return True
+    return False
+
+
 # ---------------------------------------------------------------------------------------------
-# The supervisor: runs workers, enforces timeouts, survives crashes
+# The worker: a child process that imports one kernel file and runs cases, one message per event
 # ---------------------------------------------------------------------------------------------
 
+REFERENCE = None
+
+
+def import_student(path, name="student_kernel"):
+    import importlib.util
+    sys.path.insert(0, str(Path(path).parent))
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def student_line(exc, path):
+    target = os.path.realpath(path)
+    lines = [frame.lineno for frame in traceback.extract_tb(exc.__traceback__)
+             if os.path.realpath(frame.filename) == target]
+    return lines[-1] if lines else None
+
+
+def environment(torch, triton, use_gpu):
+    env = {"torch": torch.__version__, "triton": triton.__version__,
+           "python": sys.version.split()[0], "interpreter": not use_gpu}
+    if use_gpu:
+        env["device"] = torch.cuda.get_device_name(0)
+    return env
+
+
+def worker(send, path, case_ids, force_interpreter):
+    """Run case_ids on the kernel file at path; send(dict) reports each event. Returns when done,
+    or right after a GPU fault (the process must not be used again)."""
+    global REFERENCE
+    os.dup2(2, 1)   # the student's prints go to stderr; results travel through send()
+    import torch
+    use_gpu = not force_interpreter and torch.cuda.is_available()
+    if not use_gpu:
+        os.environ["TRITON_INTERPRET"] = "1"   # read when @triton.jit decorates the student's kernel
+    import triton
+    send({"hello": environment(torch, triton, use_gpu)})
+    REFERENCE = reference_namespace()
+    try:
+        module = import_student(path)
+        fn = getattr(module, LESSON["entry"])
+    except SyntaxError as exc:
+        send({"load_error": {"kind": "syntax", "line": exc.lineno, "column": exc.offset, "text": exc.msg}})
+        return
+    except BaseException as exc:  # the student's module may raise anything at import
+        send({"load_error": {"kind": "import", "line": student_line(exc, path),
+                             "text": f"{type(exc).__name__}: {exc}"}})
+        return
+    device = "cuda" if use_gpu else "cpu"
+    cases = {case["id"]: case for case in LESSON["cases"]}
+    for case_id in case_ids:
+        case = cases[case_id]
+        send({"start": case_id})
+        skip = skip_reason(case, use_gpu)
+        if skip:
+            send({"case": case_id, "status": "skip", "reason": skip})
+            continue
+        try:
+            result = run_case(torch, fn, case, device, REFERENCE)
+        except BaseException as exc:
+            text = str(exc).strip().splitlines()
+            result = {"status": "error", "line": student_line(exc, path),
+                      "text": f"{type(exc).__name__}: {text[0] if text else ''}"}
+            if is_gpu_fault(torch, exc, device):
+                send({"case": case_id, "status": "fault", "text": result["text"], "line": result["line"]})
+                return
+        send({"case": case_id, **result})
+    send({"done": True})
+
+
+def _fork_context():
+    """fork where the parent holds no GPU context (children then skip importing torch again);
+    spawn otherwise, and on platforms without fork."""
+    import multiprocessing
+    if "fork" not in multiprocessing.get_all_start_methods() or os.environ.get("COURSEPACK_SPAWN"):
+        return multiprocessing.get_context("spawn")
+    torch = sys.modules.get("torch")
+    if torch is not None and torch.cuda.is_initialized():
+        return multiprocessing.get_context("spawn")
+    return multiprocessing.get_context("fork")
+
+
+def _child_main(conn, stderr_path, path, case_ids, force_interpreter):
+    with open(stderr_path, "w", encoding="utf-8", errors="replace") as err:
+        os.dup2(err.fileno(), 2)
+        os.setpgrp() if hasattr(os, "setpgrp") else None
+        try:
+            worker(conn.send, path, case_ids, force_interpreter)
+        finally:
+            conn.close()
+            sys.stdout.flush()
+            sys.stderr.flush()
+
+
 class Supervisor:
-    def __init__(self, target, timeout, force_interpreter):
-        self.target, self.timeout, self.force_interpreter = target, timeout, force_interpreter
-        self.env, self.load_error, self.results, self.stderr_tail = None, None, {}, ""
+    """Runs the cases of one kernel file in child processes: a timeout, a crash or a GPU fault fails
+    only the case it happened in, and a fresh child takes the remaining cases."""
+
+    def __init__(self, path, timeout, force_interpreter, context=None):
+        self.path, self.timeout, self.force_interpreter = str(path), timeout, force_interpreter
+        self.context = context or _fork_context()
+        self.env, self.load_error, self.results = None, None, {}
 
     def run(self, case_ids):
         pending = list(case_ids)
         while pending and self.load_error is None:
-            done = self._one_worker(pending)
+            self._one_child(pending)
             pending = [c for c in pending if c not in self.results]
-            if not done and not pending:
-                break
         return self.results
 
-    def _spawn(self, case_ids):
-        command = [sys.executable, "-u", str(Path(__file__).resolve()), "--worker", str(self.target.path),
-                   "--cases", ",".join(case_ids)]
-        if self.force_interpreter:
-            command.append("--interpreter")
-        return subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, start_new_session=True)
-
-    def _one_worker(self, case_ids):
-        process = self._spawn(case_ids)
-        messages = queue.Queue()
-        stderr_chunks = []
-        threading.Thread(target=_pump_lines, args=(process.stdout, messages), daemon=True).start()
-        threading.Thread(target=_pump_bytes, args=(process.stderr, stderr_chunks), daemon=True).start()
+    def _one_child(self, case_ids):
+        from multiprocessing.connection import wait
+        parent, child = self.context.Pipe(duplex=False)
+        with tempfile.NamedTemporaryFile(prefix="coursepack-stderr-", suffix=".txt", delete=False) as tmp:
+            stderr_path = tmp.name
+        process = self.context.Process(target=_child_main, daemon=True,
+                                       args=(child, stderr_path, self.path, case_ids, self.force_interpreter))
+        process.start()
+        child.close()
         current, deadline = None, time.monotonic() + self.timeout + 120   # import + first compile
         try:
             while True:
-                try:
-                    line = messages.get(timeout=max(deadline - time.monotonic(), 0.01))
-                except queue.Empty:
+                ready = wait([parent, process.sentinel], timeout=max(deadline - time.monotonic(), 0.01))
+                if not ready:
                     self._record_hang(current)
-                    return False
-                if line is None:   # the worker ended
-                    process.wait()
-                    self.stderr_tail = _tail(b"".join(stderr_chunks))
-                    if current is not None and current not in self.results:
-                        self.results[current] = {"status": "crash", "code": _exit_text(process.returncode),
-                                                 "stderr": self.stderr_tail}
-                    elif self.env is None or (current is None and self.load_error is None):
-                        self.load_error = {"kind": "crash", "code": _exit_text(process.returncode),
-                                           "text": self.stderr_tail}
-                    return True
-                message = json.loads(line)
-                if "hello" in message:
-                    self.env = message["hello"]
-                elif "load_error" in message:
-                    self.load_error = message["load_error"]
-                elif "start" in message:
-                    current, deadline = message["start"], time.monotonic() + self.timeout
-                elif "case" in message:
-                    self.results[message.pop("case")] = message
-                    current = None
-                elif "done" in message:
-                    process.wait()
-                    return True
+                    return
+                if parent in ready:
+                    try:
+                        message = parent.recv()
+                    except (EOFError, OSError):
+                        message = None
+                    if message is not None:
+                        current, deadline = self._handle(message, current, deadline)
+                        if "done" in message or "load_error" in message or message.get("status") == "fault":
+                            return
+                        continue
+                process.join(5)
+                self._record_end(current, process.exitcode, _tail_file(stderr_path))
+                return
         finally:
-            _kill(process)
+            _stop(process)
+            parent.close()
+            try:
+                os.unlink(stderr_path)
+            except OSError:
+                pass
+
+    def _handle(self, message, current, deadline):
+        if "hello" in message:
+            self.env = message["hello"]
+        elif "load_error" in message:
+            self.load_error = message["load_error"]
+        elif "start" in message:
+            return message["start"], time.monotonic() + self.timeout
+        elif "case" in message:
+            case_id = message.pop("case")
+            self.results[case_id] = message
+            return None, deadline
+        return current, deadline
+
+    def _record_end(self, current, code, stderr):
+        if current is not None:
+            self.results[current] = {"status": "crash", "code": _exit_text(code), "stderr": stderr}
+        elif self.load_error is None and (self.env is None or not self.results):
+            self.load_error = {"kind": "crash", "code": _exit_text(code), "text": stderr}
 
     def _record_hang(self, current):
         if current is None:
@@ -698,21 +911,21 @@ class Supervisor:
             self.results[current] = {"status": "timeout", "seconds": self.timeout}
 
 
-def _pump_lines(stream, messages):
-    for raw in stream:
-        text = raw.decode("utf-8", "replace").strip()
-        if text.startswith("{"):
-            messages.put(text)
-    messages.put(None)
+def _stop(process):
+    if process.is_alive():
+        try:
+            os.killpg(process.pid, signal.SIGKILL)
+        except (AttributeError, ProcessLookupError, PermissionError, OSError):
+            process.kill()
+    process.join(10)
 
 
-def _pump_bytes(stream, chunks):
-    for raw in stream:
-        chunks.append(raw)
-
-
-def _tail(data, lines=6):
-    return "\n".join(data.decode("utf-8", "replace").strip().splitlines()[-lines:])
+def _tail_file(path, lines=6):
+    try:
+        data = Path(path).read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return ""
+    return "\n".join(data.strip().splitlines()[-lines:])
 
 
 def _exit_text(code):
@@ -722,15 +935,6 @@ def _exit_text(code):
         except ValueError:
             return f"signal {-code}"
     return f"exit status {code}"
-
-
-def _kill(process):
-    if process.poll() is None:
-        try:
-            os.killpg(process.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            process.kill()
-        process.wait()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -765,8 +969,21 @@ def read_verified():
     return record if isinstance(record, dict) else {}
 
 
+def position_text(position):
+    if len(position) == 2:
+        return msg("position_2d", row=position[0], column=position[1])
+    return ", ".join(str(p) for p in position) if position else "0"
+
+
+def inputs_text(inputs):
+    if len(inputs) == 1:
+        return next(iter(inputs.values()))
+    return ", ".join(f"{name} = {value}" for name, value in inputs.items())
+
+
 def case_detail(result):
     status = result["status"]
+    reasons = LESSON["reasons"]
     if status == "fail":
         reason = result["reason"]
         if reason in ("wrong_shape", "wrong_dtype"):
@@ -775,21 +992,25 @@ def case_detail(result):
             return [msg("not_tensor", got=result["got_type"])]
         if reason == "wrote_past_end":
             return [msg("wrote_past_end_detail", index=result["index"], n=result["n"]),
-                    msg("why", text=LESSON["reasons"]["wrote_past_end"])]
-        lines = [msg("mismatch", **{k: result[k] for k in ("index", "input", "expected", "got", "count", "n")})]
-        if reason in LESSON["reasons"]:
-            lines.append(msg("why", text=LESSON["reasons"][reason]))
+                    msg("why", text=reasons["wrote_past_end"])]
+        lines = [msg("mismatch", index=position_text(result["position"]), input=inputs_text(result["inputs"]),
+                     expected=result["expected"], got=result["got"], count=result["count"], n=result["n"])]
+        if reason in reasons:
+            lines.append(msg("why", text=reasons[reason]))
         return lines
     if status == "error":
         return [msg("raised", text=result["text"]) + (msg("at_line", line=result["line"]) if result.get("line") else "")]
+    if status == "fault":
+        return [msg("gpu_fault"), "  " + msg("raised", text=result["text"])]
     if status == "timeout":
         return [msg("timed_out", seconds=result["seconds"])]
     if status == "crash":
         lines = [msg("crashed", code=result["code"])]
         return lines + ["  " + l for l in result.get("stderr", "").splitlines()[-3:]]
-    if status == "skip":
-        return []
     return []
+
+
+FAILED = ("fail", "error", "fault", "timeout", "crash")
 
 
 def score(cases, results):
@@ -802,8 +1023,7 @@ def score(cases, results):
     return points
 
 
-def render_report(target, env, results, edits, load_error, blank):
-    """All lines a student sees, and the overall status."""
+def header_lines(target, env):
     lines = [msg("title", lesson=LESSON["title"], locale=LESSON["locale"], edition=LESSON["edition_name"]),
              msg("file_line", file=target.display if target.cell is None else target.where(1).rsplit(",", 1)[0])]
     if env is not None:
@@ -813,36 +1033,42 @@ def render_report(target, env, results, edits, load_error, blank):
         warning = version_warning(env)
         if warning:
             lines.append("  " + warning)
-    lines.append("")
+    return lines + [""]
+
+
+def load_error_line(target, load_error):
+    kind = load_error["kind"]
+    if kind == "syntax":
+        return msg("syntax_error", where=target.where(load_error["line"] or 1), text=load_error["text"])
+    if kind == "import":
+        where = target.where(load_error["line"]) if load_error.get("line") else target.display
+        return msg("import_error", where=where, text=load_error["text"])
+    if kind == "timeout":
+        return msg("import_timeout", seconds=load_error["seconds"])
+    return msg("worker_crashed", code=load_error.get("code", ""), text=load_error.get("text", ""))
+
+
+def render_report(target, env, results, edits, load_error, blank):
+    """All lines a student sees, and the overall status."""
+    lines = header_lines(target, env)
     if blank:
         lines += [msg("fill_blank", where=", ".join(target.where(n) for n in blank)), msg("fill_blank_next")]
         return lines, "blank"
     if load_error is not None:
-        kind = load_error["kind"]
-        if kind == "syntax":
-            lines.append(msg("syntax_error", where=target.where(load_error["line"] or 1), text=load_error["text"]))
-        elif kind == "import":
-            where = target.where(load_error["line"]) if load_error.get("line") else target.display
-            lines.append(msg("import_error", where=where, text=load_error["text"]))
-        elif kind == "timeout":
-            lines.append(msg("import_timeout", seconds=load_error["seconds"]))
-        else:
-            lines.append(msg("worker_crashed", code=load_error.get("code", ""), text=load_error.get("text", "")))
-        return lines, "load_error"
-    symbols = {"pass": "PASS", "fail": "FAIL", "error": "FAIL", "timeout": "FAIL", "crash": "FAIL", "skip": "SKIP"}
+        return lines + [load_error_line(target, load_error)], "load_error"
+    symbols = {"pass": "PASS", "skip": "SKIP"}
     for case in LESSON["cases"]:
         result = results.get(case["id"], {"status": "crash", "code": "?"})
         name = LESSON["case_names"][case["id"]]
         if result["status"] == "skip":
             name += "  (" + LESSON["messages"]["skip_" + result["reason"]] + ")"
-        lines.append(f"  {symbols[result['status']]:4}  {name}")
+        lines.append(f"  {symbols.get(result['status'], 'FAIL'):4}  {name}")
         lines += ["        " + d for d in case_detail(result)]
     if edits:
         lines += ["", msg("edits_outside", lines=", ".join(map(str, edits)))]
     points = score(LESSON["cases"], results)
     rubric = LESSON["rubric"]
-    auto_total = rubric["normal"] + rubric["boundary"]
-    lines += ["", msg("score", got=points["normal"] + points["boundary"], total=auto_total,
+    lines += ["", msg("score", got=points["normal"] + points["boundary"], total=rubric["normal"] + rubric["boundary"],
                       normal=points["normal"], normal_total=rubric["normal"],
                       boundary=points["boundary"], boundary_total=rubric["boundary"]),
               "       " + msg("score_graded", explanation=rubric["explanation"],
@@ -871,10 +1097,10 @@ def write_submission(path, target, env, lines, status, results):
         run_kind = msg("report_interpreter")
     else:
         run_kind = msg("report_gpu", device=env["device"])
-    failed = [c for c in LESSON["cases"] if results.get(c["id"], {}).get("status") in ("fail", "error", "timeout", "crash")]
+    failed = [c for c in LESSON["cases"] if results.get(c["id"], {}).get("status") in FAILED]
     out = [f"# {msg('report_title', lesson=LESSON['title'])}", "",
            f"- {msg('report_run_kind')}: {run_kind}",
-           f"- {msg('report_environment')}: {env_line(env) if ran else msg('report_static')}",
+           f"- {msg('report_environment')}: {env_line(env).partition(': ')[2] if ran else msg('report_static')}",
            f"- {msg('report_status')}: {status}", "",
            f"## {msg('report_code')}", "", "```python", target.text.rstrip(), "```", "",
            f"## {msg('report_output')}", ""]
@@ -892,50 +1118,72 @@ def write_submission(path, target, env, lines, status, results):
 
 
 # ---------------------------------------------------------------------------------------------
-# Bandwidth bench (GPU only)
+# Bench helpers: each lesson's bench.py uses these (one implementation for bench.py and --bench)
 # ---------------------------------------------------------------------------------------------
 
-def bench(target, sizes_log2=28):
+SMOKE = False
+
+
+def time_ms(fn, warmup_ms=25, rep_ms=100):
+    """Median milliseconds of fn() after one untimed call (the JIT compile) and a warm-up."""
+    fn()
+    if SMOKE:
+        start = time.perf_counter()
+        fn()
+        return (time.perf_counter() - start) * 1e3
+    from triton.testing import do_bench
+    return do_bench(fn, warmup=warmup_ms, rep=rep_ms, return_mode="median")
+
+
+def row(name, ms, nbytes, copy_ms, role="kernel", param=None):
+    """One table row: GB/s counts the bytes the operation must move; vs_copy = copy time / this time."""
+    return {"name": name, "ms": ms, "gbps": nbytes / (ms * 1e-3) / 1e9, "vs_copy": copy_ms / ms,
+            "role": role, "param": param}
+
+
+def print_tables(result):
+    print(msg("bench_title", device=result["device"], n=result["n"],
+              versions=f"torch {result['torch']} · triton {result['triton']}"))
+    for table_id, rows in result["tables"].items():
+        print(f"\n  {LESSON['bench_tables'].get(table_id, table_id)}")
+        print(f"  {'':44} {'ms':>9} {'GB/s':>8} {msg('bench_vs_copy'):>10}")
+        for r in rows:
+            print(f"  {r['name'][:44]:44} {r['ms']:9.3f} {r['gbps']:8.0f} {r['vs_copy']:10.2f}")
+    for name, ok in sorted((result.get("checks") or {}).items()):
+        print(f"  {'PASS' if ok else 'FAIL'}  {name}")
+    print(msg("bench_note"))
+
+
+def bench_main(measure, default_log2=28, argv=None):
+    """The command line of a lesson's bench.py: measure(kernel_module, n, smoke) -> dict of tables."""
+    global SMOKE
+    parser = argparse.ArgumentParser(prog="bench.py")
+    parser.add_argument("--kernel", help=msg("help_kernel"))
+    parser.add_argument("--json", metavar="FILE", help=msg("help_json"))
+    parser.add_argument("--log2", type=int, default=default_log2, help=msg("help_log2"))
+    parser.add_argument("--smoke", action="store_true", help=msg("help_smoke"))
+    args = parser.parse_args(argv)
+    SMOKE = args.smoke
+    if SMOKE:
+        os.environ["TRITON_INTERPRET"] = "1"
     import torch
-    if not torch.cuda.is_available():
+    if not SMOKE and not torch.cuda.is_available():
         print(msg("bench_needs_gpu"))
         return EXIT_UNRUNNABLE
     import triton
-    from triton.testing import do_bench
-    module = import_student(target.path)
-    fn = getattr(module, LESSON["entry"])
-    free, _ = torch.cuda.mem_get_info()
-    n = 1 << sizes_log2
-    while n * 4 * 3 > free * 0.8 and n > 1 << 20:
-        n //= 2
-    x = torch.randn(n, device="cuda")
-    out = torch.empty_like(x)
-    nbytes = 2 * x.numel() * x.element_size()
-
-    def gbps(ms):
-        return nbytes / (ms * 1e-3) / 1e9
-
-    fn(x)   # the first call compiles; it is not timed
-    copy_ms = do_bench(lambda: out.copy_(x), warmup=50, rep=300, return_mode="median")
-    torch_ms = do_bench(lambda: torch.relu(x), warmup=50, rep=300, return_mode="median")
-    rows = [(msg("bench_copy"), copy_ms), ("torch.relu", torch_ms)]
-    mine_ms = do_bench(lambda: fn(x), warmup=50, rep=300, return_mode="median")
-    rows.append((msg("bench_yours"), mine_ms))
-    for block in (128, 256, 512, 1024, 2048, 4096):
-        try:
-            fn(x, BLOCK=block)
-        except TypeError:
-            break
-        ms = do_bench(lambda: fn(x, BLOCK=block), warmup=50, rep=300, return_mode="median")
-        rows.append((msg("bench_block", block=block), ms))
-    device = torch.cuda.get_device_name(0)
-    print(msg("bench_title", device=device, n=n, mib=x.numel() * 4 >> 20,
-              versions=f"torch {torch.__version__} · triton {triton.__version__}"))
-    print(f"  {'':32} {'ms':>8} {'GB/s':>8} {msg('bench_vs_copy'):>10} {msg('bench_vs_torch'):>12}")
-    for name, ms in rows:
-        print(f"  {name:32} {ms:8.3f} {gbps(ms):8.0f} {copy_ms / ms:10.2f} {torch_ms / ms:12.2f}")
-    print(msg("bench_note"))
-    return EXIT_PASS
+    kernel = import_student(args.kernel or HERE / LESSON["module"], "bench_kernel")
+    n = 1 << (10 if SMOKE else args.log2)
+    if not SMOKE:
+        free, _ = torch.cuda.mem_get_info()
+        while n * 4 * 6 > free * 0.7 and n > 1 << 20:
+            n //= 2
+    result = measure(kernel, n, SMOKE)
+    result.update(device="CPU (Triton interpreter, smoke run)" if SMOKE else torch.cuda.get_device_name(0),
+                  torch=torch.__version__, triton=triton.__version__, n=n)
+    print_tables(result)
+    if args.json:
+        Path(args.json).write_text(json.dumps(result, indent=1, sort_keys=True), encoding="utf-8")
+    return EXIT_PASS if all((result.get("checks") or {}).values()) else EXIT_FAIL
 
 
 # ---------------------------------------------------------------------------------------------
@@ -951,8 +1199,7 @@ def parse_args(argv):
     parser.add_argument("--bench", action="store_true", help=msg("help_bench"))
     parser.add_argument("--timeout", type=float, default=LESSON.get("timeout_s", 120), help=msg("help_timeout"))
     parser.add_argument("--interpreter", action="store_true", help=msg("help_interpreter"))
-    parser.add_argument("--worker", help=argparse.SUPPRESS)
-    parser.add_argument("--cases", help=argparse.SUPPRESS)
+    parser.add_argument("--batch", metavar="FILE", help=argparse.SUPPRESS)
     return parser.parse_args(argv)
 
 
@@ -969,18 +1216,26 @@ def show_hint(level):
     return EXIT_PASS
 
 
-def check(args, out=print, display=None):
+def evaluate(target, timeout, force_interpreter, context=None):
+    """Everything check.py knows about a target: (env, results, edits, fill, load_error, blank)."""
+    edits, fill = review_edits(target.text)
+    blank = blank_lines(target.text)
+    env, results, load_error = None, {}, None
+    if not blank:
+        supervisor = Supervisor(target.path, timeout, force_interpreter, context)
+        results = supervisor.run([c["id"] for c in LESSON["cases"]])
+        env, load_error = supervisor.env, supervisor.load_error
+    return env, results, edits, fill, load_error, blank
+
+
+def check(args, out=print, display=None, context=None):
+    missing = missing_packages()
+    if missing:
+        out(platform_message(missing))
+        return EXIT_UNRUNNABLE
     with tempfile.TemporaryDirectory(prefix="coursepack-check-") as workdir:
         target = load_target(args.path, workdir, display)
-        if args.bench:
-            return bench(target)
-        edits, fill = review_edits(target.text)
-        blank = blank_lines(target.text)
-        env, results, load_error = None, {}, None
-        if not blank:
-            supervisor = Supervisor(target, args.timeout, args.interpreter)
-            results = supervisor.run([c["id"] for c in LESSON["cases"]])
-            env, load_error = supervisor.env, supervisor.load_error
+        env, results, edits, fill, load_error, blank = evaluate(target, args.timeout, args.interpreter, context)
         lines, status = render_report(target, env, results, edits, load_error, blank)
         if args.json:
             out(json.dumps(json_result(target, env, results, edits, fill, load_error, status),
@@ -991,7 +1246,49 @@ def check(args, out=print, display=None):
             write_submission(args.report, target, env, lines, status, results)
             if not args.json:
                 out(msg("report_written", file=args.report))
-        return {"pass": EXIT_PASS, "fail": EXIT_FAIL}.get(status, EXIT_UNRUNNABLE)
+        code = {"pass": EXIT_PASS, "fail": EXIT_FAIL}.get(status, EXIT_UNRUNNABLE)
+        if args.bench and not args.json:
+            code = bench_after_check(target, status, out)
+        return code
+
+
+def bench_after_check(target, status, out):
+    """--bench: time only a kernel that passed its cases, with the lesson's own bench.py."""
+    if status != "pass":
+        out(msg("bench_after_failures" if status == "fail" else "bench_not_run"))
+        return EXIT_FAIL if status == "fail" else EXIT_UNRUNNABLE
+    if not LESSON.get("bench"):
+        out(msg("bench_none"))
+        return EXIT_UNRUNNABLE
+    out("")
+    return subprocess.call([sys.executable, str(HERE / LESSON["bench"]), "--kernel", str(target.path)])
+
+
+def run_batch(spec_path):
+    """Verification: the cases of many kernel files, a child process per file (several at once),
+    torch imported once in this process and shared by forking. Writes one JSON result file."""
+    spec = json.loads(Path(spec_path).read_text(encoding="utf-8"))
+    if not missing_packages():
+        import torch  # noqa: F401  imported once here; forked children share it
+        import triton  # noqa: F401
+    units = spec["units"]
+    results = {}
+    from concurrent.futures import ThreadPoolExecutor
+
+    def one(unit):
+        target = Target(Path(unit["path"]), unit["path"], Path(unit["path"]).read_text(encoding="utf-8"))
+        env, cases, edits, fill, load_error, blank = evaluate(target, spec.get("timeout", LESSON["timeout_s"]),
+                                                            spec.get("interpreter", False))
+        lines, status = render_report(target, env, cases, edits, load_error, blank)
+        data = json_result(target, env, cases, edits, fill, load_error, status)
+        data["text"] = "\n".join(lines)
+        return unit["id"], data
+
+    with ThreadPoolExecutor(max_workers=max(1, int(spec.get("jobs", 1)))) as pool:
+        for unit_id, data in pool.map(one, units):
+            results[unit_id] = data
+    Path(spec["out"]).write_text(json.dumps(results, ensure_ascii=False, indent=1), encoding="utf-8")
+    return EXIT_PASS
 
 
 class CheckFailed(Exception):
@@ -1002,25 +1299,30 @@ def check_notebook(entry_function):
     """The notebook's check cell: check the cell that defined entry_function, same output as check.py."""
     import inspect
     import linecache
+    import multiprocessing
     source_file = inspect.getsourcefile(entry_function)
     text = "".join(linecache.getlines(source_file)) if source_file else ""
     if not text:
         raise CheckFailed(msg("no_cell_source"))
+    torch = sys.modules.get("torch")
+    gpu_touched = torch is not None and torch.cuda.is_available()
+    # A kernel process that touched the GPU must not be forked; spawn starts clean children.
+    context = multiprocessing.get_context("spawn") if gpu_touched else None
     with tempfile.TemporaryDirectory(prefix="coursepack-cell-") as workdir:
         path = Path(workdir) / LESSON["module"]
         path.write_text(text, encoding="utf-8")
         args = parse_args([str(path)])
-        code = check(args, display=msg("notebook_cell"))
+        code = check(args, display=msg("notebook_cell"), context=context)
     if code != EXIT_PASS:
         raise CheckFailed(msg("notebook_failed"))
 
 
 def main(argv=None):
     args = parse_args(sys.argv[1:] if argv is None else argv)
-    if args.worker:
-        return worker_main(args.worker, args.cases.split(",") if args.cases else [], args.interpreter)
     if args.hint is not None:
         return show_hint(args.hint)
+    if args.batch:
+        return run_batch(args.batch)
     return check(args)
 
 
