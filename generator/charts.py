@@ -39,7 +39,7 @@ ENGLISH_LABELS = {
 }
 CHART_LABELS = tuple(ENGLISH_LABELS)
 
-WIDTH = 720
+WIDTH = 640
 FONT = ("system-ui, -apple-system, 'Segoe UI', Roboto, 'Noto Sans', 'Noto Sans CJK SC', "
         "'Source Han Sans SC', 'PingFang SC', 'Microsoft YaHei', sans-serif")
 KERNEL, COPY = "#2563eb", "#7c7c7c"
@@ -209,8 +209,8 @@ def line_chart(rows: list[Row], title: str, subtitle: str, labels: dict[str, str
     for r in kernels:
         x, y = sx(r.param), sy(r.gbps)
         svg.append(f'<circle cx="{_num(x)}" cy="{_num(y)}" r="4" fill="{KERNEL}"/>')
-        below = y < top + 40
-        svg.append(_text(x, y + 18 if below else y - 10, f"{r.gbps:.0f}", 11, "middle"))
+        above = y > bottom - 24   # below the point, clear of the copy and baseline lines above it
+        svg.append(_text(x, y - 10 if above else y + 20, f"{r.gbps:.0f}", 12, "middle"))
     y = bottom + 64
     svg.append(f'<line x1="{_num(left)}" y1="{_num(y - 4)}" x2="{_num(left + 28)}" y2="{_num(y - 4)}" '
                f'stroke="{KERNEL}" stroke-width="2.5"/><circle cx="{_num(left + 14)}" cy="{_num(y - 4)}" r="4" fill="{KERNEL}"/>')
