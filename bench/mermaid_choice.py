@@ -13,7 +13,6 @@ Run: python bench/mermaid_choice.py   (a benchmark: it prints numbers and never 
 from __future__ import annotations
 
 import hashlib
-import shutil
 import statistics
 import sys
 import tempfile

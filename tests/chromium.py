@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import time
 from pathlib import Path
 
@@ -86,7 +85,3 @@ def screenshot(driver, path: Path, full: bool = True) -> Path:
     else:
         driver.save_screenshot(str(path))
     return path
-
-
-def have_browser() -> bool:
-    return missing() is None and shutil.which(CHROMIUM) is not None

@@ -27,13 +27,17 @@ PACKS = [f"lesson03_relu-{locale}-{edition}" for locale in ("en", "zh-CN") for e
 LABEL = re.compile(r'\["([^"]+)"\]')
 
 
-@pytest.fixture(scope="module")
-def browser():
+def _require_browser() -> None:
     reason = missing()
     if reason:
         if os.environ.get("CI") == "true":
             pytest.fail(f"browser tests must run under CI: {reason}")
         pytest.skip(reason)
+
+
+@pytest.fixture(scope="module")
+def browser():
+    _require_browser()
     driver = new_driver()
     yield driver
     driver.quit()
@@ -127,9 +131,7 @@ def test_page_renders_offline_ready(browser, unzipped, name):
 
 
 def test_page_loads_with_the_network_off(unzipped):
-    reason = missing()
-    if reason:
-        pytest.skip(reason)
+    _require_browser()
     page = unzipped["lesson03_relu-zh-CN-answer"] / "lesson.html"
     driver = new_driver()
     try:
