@@ -4,8 +4,10 @@
 
 PYTHON ?=
 RUNNER ?= auto
+SLURM_CONFIG ?=
 JOBS ?=
 ARGS ?=
+N ?=
 VENV := .venv
 
 ifeq ($(strip $(PYTHON)),)
@@ -18,13 +20,13 @@ endif
 
 export PYTHONPATH := $(CURDIR)$(if $(PYTHONPATH),:$(PYTHONPATH))
 
-.PHONY: packs verify test test-gpu golden bench clean distclean
+.PHONY: packs verify test test-gpu test-slurm golden bench clean distclean
 
 packs: $(SETUP)
-	$(PY) -m generator build --runner $(RUNNER) $(if $(JOBS),-j $(JOBS)) $(ARGS)
+	$(PY) -m generator build --runner $(RUNNER) $(if $(JOBS),-j $(JOBS)) $(if $(SLURM_CONFIG),--slurm-config $(SLURM_CONFIG)) $(ARGS)
 
 verify: $(SETUP)
-	$(PY) -m generator verify --runner $(RUNNER) $(if $(JOBS),-j $(JOBS)) $(ARGS)
+	$(PY) -m generator verify --runner $(RUNNER) $(if $(JOBS),-j $(JOBS)) $(if $(SLURM_CONFIG),--slurm-config $(SLURM_CONFIG)) $(ARGS)
 
 test: $(SETUP)
 	$(PY) -m pytest -q $(ARGS)
@@ -33,13 +35,17 @@ test: $(SETUP)
 test-gpu: $(SETUP)
 	$(PY) -m pytest -q -m cuda $(ARGS)
 
+# Slurm tests only, against the single-node test cluster (scripts/slurm_cluster.sh start; as root).
+test-slurm: $(SETUP)
+	$(PY) -m pytest -q tests/test_slurm.py $(ARGS)
+
 # Rewrite the golden pack trees in tests/golden/ after an intended change; review the diff.
 golden: $(SETUP)
 	$(PY) -m tests.golden_update
 
-# Benchmarks print numbers; they never fail on time.
+# Benchmarks print numbers; they never fail on time. N="1 10" picks the course sizes (default 1 10 100).
 bench: $(SETUP)
-	$(PY) bench/build_bench.py
+	$(PY) bench/build_bench.py $(N)
 
 $(VENV)/.installed: pyproject.toml requirements/lock.txt
 	python3 -m venv $(VENV)

@@ -13,7 +13,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 from generator.archive import recover_dir, replace_dir, write_tree, zip_pack
 from generator.errors import CoursepackError, ProblemCollector, VerificationError
@@ -25,6 +25,9 @@ from generator.pairing import edition_drift
 from generator.render import LessonContext, checker_data, finalize_pack, jinja_env, mistake_code, render_pack
 from generator.report import report_data, write_reports
 from generator import verify as V
+from generator.bundle import bundle_pack
+from generator.cache import BuildCache, read_json, write_json
+from generator.runners import make_runner
 
 REPO = Path(__file__).resolve().parent.parent
 TEMPLATES = Path(__file__).resolve().parent / "templates"   # built in; --templates overrides
@@ -43,6 +46,7 @@ class BuildOptions:
     notebook: bool = True
     lessons: tuple[str, ...] = ()
     locales: tuple[str, ...] = ()
+    slurm: Any = None   # SlurmSettings, for runner "slurm"
 
 
 @dataclass
@@ -54,6 +58,8 @@ class BuildResult:
     seconds: float = 0.0
     failed: list[str] = field(default_factory=list)
     fallbacks: list[dict] = field(default_factory=list)
+    tasks: list[dict] = field(default_factory=list)   # the runner's tasks (lesson, state, job id, seconds)
+    job_ids: list[str] = field(default_factory=list)  # every Slurm job a build used (the probe's too)
 
 
 Progress = Callable[[str], None]
@@ -105,11 +111,8 @@ def inputs_digest(options: BuildOptions, runner_stamp: str) -> str:
 
 def _up_to_date(options: BuildOptions, digest: str) -> dict | None:
     """The last build's record if it had these exact inputs and its zips are still there, unchanged."""
-    try:
-        last = json.loads((options.out / "cache" / "last_build.json").read_text())
-    except (OSError, ValueError):
-        return None
-    if last.get("digest") != digest:
+    last = read_json(BuildCache(options.out).last_build)
+    if not isinstance(last, dict) or last.get("digest") != digest:
         return None
     dist = options.out / "dist"
     for name, sha in last["zips"].items():
@@ -133,16 +136,16 @@ def build(options: BuildOptions, progress: Progress = _stderr) -> BuildResult:
         return BuildResult(zips=last["zips"], cached={k: True for k in last["verified"]},
                            seconds=time.monotonic() - started)
     result = _build(options, progress, started)
-    (options.out / "cache").mkdir(parents=True, exist_ok=True)
-    (options.out / "cache" / "last_build.json").write_text(json.dumps(
-        {"digest": digest, "zips": result.zips, "verified": sorted(result.verification)}, indent=1))
+    write_json(BuildCache(options.out).last_build,
+               {"digest": digest, "zips": result.zips, "verified": sorted(result.verification)})
     return result
 
 
 def _runner_stamp(options: BuildOptions) -> str:
-    probes = options.out / "cache" / "probe"
-    runner = V.make_runner(options.runner, options.python, options.runner_command, None, probes / "auto.json")
-    if runner.kind == "command":
+    probes = BuildCache(options.out).probes
+    runner = make_runner(options.runner, options.python, options.runner_command, None, probes / "auto.json",
+                         options.slurm)
+    if runner.kind in ("command", "slurm"):
         return f"{runner.identity()}@{time.time()}"   # a remote runner can change at any time: never skip
     return runner.identity() + json.dumps(runner.probe(options.out, probes / f"{runner.kind}.json"), sort_keys=True)
 
@@ -179,15 +182,18 @@ def _build(options: BuildOptions, progress: Progress, started: float) -> BuildRe
     staging.mkdir()
     env = jinja_env(options.templates)
     leaks = []
+    finals = []
     for (lesson_id, locale), editions in groups.items():
-        prints = fingerprints(content.lessons[lesson_id], locale)
         for edition, (ctx, pack) in editions.items():
-            final = finalize_pack(ctx, env, pack, records.get((lesson_id, locale)))
-            data = zip_pack(final)
-            if edition == "exercise":
-                leaks += scan_zip(data, prints, final.name + ".zip")
-            (staging / f"{final.name}.zip").write_bytes(data)
-            result.zips[f"{final.name}.zip"] = hashlib.sha256(data).hexdigest()
+            finals.append((ctx, finalize_pack(ctx, env, pack, records.get((lesson_id, locale)))))
+    if not options.lessons:   # a course bundle holds every published lesson, so only a full build makes one
+        finals += _bundles(content, groups, records, env)
+    for ctx, final in finals:
+        data = zip_pack(final)
+        if final.edition == "exercise":
+            leaks += _scan_exercise(content, ctx, final, data)
+        (staging / f"{final.name}.zip").write_bytes(data)
+        result.zips[f"{final.name}.zip"] = hashlib.sha256(data).hexdigest()
     if leaks:
         V.clear(staging)
         raise LeakError("answer material found in exercise zips:\n" + "\n".join(leaks))
@@ -202,57 +208,56 @@ def _build(options: BuildOptions, progress: Progress, started: float) -> BuildRe
     return result
 
 
+def _scan_exercise(content: CourseContent, ctx: LessonContext | None, final: Pack, data: bytes) -> list[str]:
+    """A lesson's exercise files against that lesson's answer material (a bundle: each folder against
+    its own lesson's; another lesson's answer may share a phrase with this one's prose)."""
+    if ctx is not None:
+        return scan_zip(data, fingerprints(ctx.lesson, final.locale), final.name + ".zip")
+    found = []
+    for lesson in content.published:
+        prints = fingerprints(lesson, final.locale)
+        prefix = lesson.spec.id + "/"
+        files = {name: body for name, body in final.files.items() if name.startswith(prefix) or "/" not in name}
+        found += scan_files(files, prints, final.name + ".zip")
+    return found
+
+
+def _bundles(content: CourseContent, groups, records: dict, env) -> list[tuple[None, Pack]]:
+    """Per locale and edition, every published lesson rendered with working links between them."""
+    bundles = []
+    locales = sorted({locale for _, locale in groups}, key=list(content.course.locales).index)
+    for locale in locales:
+        for edition in EDITIONS:
+            lessons, verified = {}, {}
+            for lesson in content.published:
+                ctx = LessonContext(content, lesson, locale, edition, bundle=True)
+                record = records.get((lesson.spec.id, locale))
+                lessons[lesson.spec.id] = finalize_pack(ctx, env, render_pack(ctx, env), record)
+                verified[lesson.spec.id] = "verified" if record else "NOT VERIFIED"
+            bundles.append((None, bundle_pack(content, locale, edition, lessons, env, verified)))
+    return bundles
+
+
 def _verify_groups(groups, options: BuildOptions, out: Path, result: BuildResult, progress: Progress) -> dict:
-    work = out / "work"
-    probes = out / "cache" / "probe"
-    runner = V.make_runner(options.runner, options.python, options.runner_command, out / "triton-cache",
-                           probes / "auto.json")
-    info = runner.probe(out, probes / f"{runner.kind}.json")
+    cache = BuildCache(out)
+    runner = make_runner(options.runner, options.python, options.runner_command, out / "triton-cache",
+                         cache.probes / "auto.json", options.slurm, progress)
+    info = runner.probe(out, cache.probes / f"{runner.kind}.json")
     runner.check_usable(info)
     progress(f"verify on {runner.label}: {info['device']} · torch {info['torch']} · triton {info['triton']}")
-    cache = V.Cache(out / "cache" / "verify")
-    entries = cache.index()
-    records = {}
-    benches: dict[str, tuple[str, dict]] = {}
-    for key, editions in groups.items():
-        lesson_id, locale = key
+    pairs = []
+    for (lesson_id, locale), editions in groups.items():
         ctx = editions["answer"][0]
-        exercise, answer = editions["exercise"][1], editions["answer"][1]
         mistakes = [(m, mistake_code(ctx, m)) for m in ctx.lesson.spec.checks.mistakes]
-        content_key = cache.key(exercise.content_hash(), answer.content_hash(),
-                                  json.dumps([m.model_dump() for m, _ in mistakes], sort_keys=True),
-                                  str(options.notebook))
-        cache_key = cache.key(content_key, runner.identity(), json.dumps(info, sort_keys=True))
-        label = f"{lesson_id}/{locale}"
-        hit = cache.get(cache_key)
-        if hit is not None:
-            record = hit["record"]
-            result.cached[label] = True
-            progress(f"verify {label}: cached ({'passed' if record['passed'] else 'FAILED'})")
-        else:
-            progress(f"verify {label}: running {2 + len(mistakes) + options.notebook} steps ...")
-            started = time.monotonic()
-            job_dir = work / label.replace("/", "-")
-            V.clear(job_dir)
-            job = V.Job(ctx.lesson.spec, write_tree(answer, job_dir),
-                        write_tree(exercise, job_dir), mistakes, job_dir / "mistakes")
-            steps = V.run_job(runner, job, options.notebook, options.jobs,
-                              gpu=bool(info["cuda"]) and runner.kind != "interpreter",
-                              shared_bench=benches.get(lesson_id))
-            record = V.record(runner, info, steps, time.monotonic() - started)
-            cache.put(cache_key, {"content_key": content_key, "record": record, "pack": label})
-            entries.append({"content_key": content_key, "record": record})
-            result.cached[label] = False
-            for step in steps:
-                progress(f"       {'ok  ' if step.ok else 'FAIL'} {step.name:24} {step.seconds:6.1f} s  {step.detail}")
-        if record.get("bench") and lesson_id not in benches:
-            benches[lesson_id] = (locale, record["bench"])
-        result.verification[label] = record
-        result.disagreements[label] = V.disagreements(entries, content_key)
-        if not record["passed"]:
-            result.failed += [f"{label}: {s['name']}: {s['detail']}" for s in record["steps"] if not s["ok"]]
-        records[key] = record
-    return records
+        pairs.append(V.PackPair(lesson_id, locale, ctx.lesson.spec, editions["exercise"][1], editions["answer"][1],
+                                mistakes, options.notebook))
+    outcome = V.verify_all(pairs, runner, info, cache, out / "work", options.jobs, progress)
+    result.verification = {f"{k[0]}/{k[1]}": r for k, r in outcome.records.items()}
+    result.cached, result.disagreements = outcome.cached, outcome.disagreements
+    result.failed += outcome.failed
+    result.tasks = outcome.tasks
+    result.job_ids = list(getattr(runner, "job_ids", []))
+    return outcome.records
 
 
 def clean(options: BuildOptions) -> None:
@@ -274,4 +279,4 @@ def verify_only(options: BuildOptions, progress: Progress = _stderr) -> dict:
     _verify_groups(groups, options, options.out, result, progress)
     result.seconds = time.monotonic() - started
     write_reports(options.out, options, result)
-    return report_data(options, result)
+    return report_data(options, result) | {"report": str(options.out / "report.md")}

@@ -9,10 +9,17 @@ import sys
 from pathlib import Path
 
 from generator.build import TEMPLATES, BuildOptions, build, clean, render_all, verify_only
+from generator.skeleton import init_course
 from generator.errors import CoursepackError
 from generator.loader import load_content
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE = 0, 1, 2
+# --slurm-OPTION: (setting it overrides, metavar, example)
+SLURM_OVERRIDES = {"partition": ("partition", "NAME", "gpu"), "account": ("account", "NAME", "cs101"),
+                   "qos": ("qos", "NAME", "normal"), "time": ("time_limit", "TIME", "00:20:00"),
+                   "gres": ("gres", "GRES", "gpu:a100:1, or '' for none"),
+                   "staging": ("staging", "DIR", "$SCRATCH/coursepack"), "max-retries": ("max_retries", "N", "2"),
+                   "pending-limit": ("pending_limit_s", "SECONDS", "1800")}
 
 
 def _common(parser: argparse.ArgumentParser) -> None:
@@ -24,8 +31,9 @@ def _common(parser: argparse.ArgumentParser) -> None:
 
 
 def _runner_args(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--runner", default="auto", choices=["auto", "cuda", "interpreter", "command"],
-                        help="where verification runs (default: auto = cuda if a GPU is visible, else interpreter)")
+    parser.add_argument("--runner", default="auto", choices=["auto", "cuda", "interpreter", "command", "slurm"],
+                        help="where verification runs (default: auto = cuda if a GPU is visible, else interpreter; "
+                             "slurm: one job array on a Slurm cluster)")
     parser.add_argument("--python", help="Python interpreter with torch and triton used to run packs "
                                          "(default: the one running coursepack)")
     parser.add_argument("--runner-command", help="for --runner command: a template with {cwd} and {cmd} or "
@@ -35,6 +43,12 @@ def _runner_args(parser: argparse.ArgumentParser) -> None:
                         help="verification steps run at once (default: the CPU count, at most 8: %(default)s)")
     parser.add_argument("--no-notebook", action="store_true",
                         help="skip executing the answer notebook (needs nbclient and ipykernel on the runner)")
+    slurm = parser.add_argument_group("--runner slurm", "settings file (see examples/slurm.yaml) and overrides")
+    slurm.add_argument("--slurm-config", type=Path, metavar="FILE", help="YAML settings: partition, account, qos, "
+                       "time_limit, gres, sbatch_args, setup_lines, python, staging, max_retries, pending_limit_s ...")
+    for option, (key, metavar, example) in SLURM_OVERRIDES.items():
+        slurm.add_argument(f"--slurm-{option}", dest=f"slurm_{key}", metavar=metavar,
+                           help=f"overrides {key} (e.g. {example})")
 
 
 def parser() -> argparse.ArgumentParser:
@@ -49,8 +63,11 @@ def parser() -> argparse.ArgumentParser:
     _runner_args(v)
     c = sub.add_parser("check", help="load and validate the content, render in memory, scan for leaks; write nothing")
     _common(c)
-    sub.add_parser("clean", help="remove build outputs (keeps the verification cache)")
-    i18n = sub.add_parser("i18n", help="translators' tools: status, bless, new")
+    cl = sub.add_parser("clean", help="remove build outputs (keeps the verification cache)")
+    cl.add_argument("--out", type=Path, default=Path("build"), help="output folder (default: ./build)")
+    it = sub.add_parser("init", help="start a new course in DIR: content/ with one example lesson that builds as it is")
+    it.add_argument("dir", type=Path)
+    i18n = sub.add_parser("i18n", help="translators' tools: status, bless, new, migrate-stamps")
     isub = i18n.add_subparsers(dest="i18n_command", required=True)
     st = isub.add_parser("status", help="units ok, missing, stale (with source diffs) or extra; exit 1 if any need work")
     st.add_argument("locale", nargs="?")
@@ -62,6 +79,9 @@ def parser() -> argparse.ArgumentParser:
     bl.add_argument("--all-stale", action="store_true", help="stamp every stale unit that has a translation")
     bl.add_argument("--lesson", help="only this lesson's text file")
     bl.add_argument("--content", type=Path, default=Path("content"))
+    mg = isub.add_parser("migrate-stamps", help="re-stamp units stamped on the old reading of folded text "
+                                                "(before issue 10.1); other stale units stay stale")
+    mg.add_argument("--content", type=Path, default=Path("content"))
     nw = isub.add_parser("new", help="skeleton files for a new language, added to course.yaml")
     nw.add_argument("locale")
     nw.add_argument("--content", type=Path, default=Path("content"))
@@ -75,7 +95,18 @@ def _options(args: argparse.Namespace, verify: bool) -> BuildOptions:
                         runner_command=getattr(args, "runner_command", None),
                         jobs=getattr(args, "jobs", None) or min(8, os.cpu_count() or 2),
                         notebook=not getattr(args, "no_notebook", False),
-                        lessons=tuple(args.lesson), locales=tuple(args.locale))
+                        lessons=tuple(args.lesson), locales=tuple(args.locale),
+                        slurm=slurm_settings(args) if getattr(args, "runner", None) == "slurm" else None)
+
+
+def slurm_settings(args: argparse.Namespace):
+    """The SlurmSettings of --runner slurm: the --slurm-config file, then the --slurm-* overrides
+    (--python, when given, is the Python on the nodes)."""
+    from generator.slurm import load_settings
+    overrides = {key: getattr(args, f"slurm_{key}") for key, _, _ in SLURM_OVERRIDES.values()}
+    overrides["python"] = getattr(args, "python", None)
+    options = {key: f"--slurm-{option}" for option, (key, _, _) in SLURM_OVERRIDES.items()}
+    return load_settings(args.slurm_config, overrides, {**options, "python": "--python"})
 
 
 def _i18n(args: argparse.Namespace) -> int:
@@ -90,6 +121,10 @@ def _i18n(args: argparse.Namespace) -> int:
         stamped = translate.bless(args.content, args.locale, args.unit, args.all_stale, args.lesson)
         print("\n".join(f"stamped {line}" for line in stamped) or "nothing to stamp")
         return EXIT_OK
+    if args.i18n_command == "migrate-stamps":
+        migrated = translate.migrate_stamps(args.content)
+        print("\n".join(f"re-stamped {line}" for line in migrated) or "no stamps from the old reading; nothing to do")
+        return EXIT_OK
     created = translate.new_locale(args.content, args.locale)
     print("\n".join(f"wrote {path}" for path in created))
     return EXIT_OK
@@ -102,7 +137,7 @@ def main(argv: list[str] | None = None) -> int:
             build(_options(args, verify=not args.no_verify))
         elif args.command == "verify":
             data = verify_only(_options(args, verify=True))
-            print(f"verification {'passed' if data['passed'] else 'FAILED'}; report: {args.out / 'report.md'}")
+            print(f"verification {'passed' if data['passed'] else 'FAILED'}; report: {data['report']}")
             if not data["passed"]:
                 return EXIT_ERROR
         elif args.command == "check":
@@ -110,7 +145,11 @@ def main(argv: list[str] | None = None) -> int:
             render_all(load_content(options.content), options)
             print("content is valid; every pack renders; no answer leaks")
         elif args.command == "clean":
-            clean(BuildOptions())
+            clean(BuildOptions(out=args.out))
+        elif args.command == "init":
+            for path in init_course(args.dir):
+                print(f"wrote {path}")
+            print(f"next: cd {args.dir} && coursepack build   (or: coursepack build --content {args.dir / 'content'})")
         elif args.command == "i18n":
             return _i18n(args)
     except CoursepackError as exc:

@@ -178,8 +178,11 @@ def save_snapshot(content_root: Path, text: str) -> str:
 
 
 def load_snapshot(content_root: Path, digest: str) -> str | None:
+    """The source text stamped as digest. Snapshots saved before issue 10.1 hold a U+0007 fold
+    marker at each fold of a folded scalar; without them they read as that source reads now, so a
+    word diff shows only what really changed (a source value can no longer hold a U+0007)."""
     path = snapshot_dir(content_root) / f"{digest}.txt"
-    return path.read_text(encoding="utf-8") if path.exists() else None
+    return path.read_text(encoding="utf-8").replace("\a", "") if path.exists() else None
 
 
 WORD = re.compile(r"[\u3000-\u30ff\u3400-\u9fff\uf900-\ufaff\uff00-\uffef]|\w+|\s+|[^\w\s]", re.UNICODE)

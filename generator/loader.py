@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -396,7 +397,15 @@ def _check_checks(spec: LessonSpec, doc: YamlDoc, solution: SolutionSource | Non
                 add(f"unknown case '{case_id}'", "mistakes", index, "fails")
 
 
+NUMBER = re.compile(r"^[+-]?(nan|inf|(\d+\.?\d*|\.\d+)(e[+-]?\d+)?)$")
+
+
 def _check_case(case: Any, index: int, inputs: dict, add: Any) -> None:
+    for name, value in case.values.items():
+        for item in value if isinstance(value, list) else [value]:
+            if not NUMBER.fullmatch(item.strip()):
+                add(f"'{item}' is not a number (write nan, inf, -inf, -0.0 or a decimal number)",
+                    "cases", index, "values", name)
     for key in ("values", "layout"):
         for name in getattr(case, key):
             if name not in inputs:

@@ -63,7 +63,9 @@ class PackTexts(Strict):
     edition_exercise: Text
     edition_answer: Text
     readme_intro: Text
-    readme_platforms_title: Text
+    readme_machine_title: Text   # which route fits which machine (Linux, Windows, macOS), before the install
+    readme_machine: Text
+    readme_work_title: Text
     readme_setup: Text
     readme_check: Text
     readme_no_gpu: Text
@@ -77,6 +79,11 @@ class PackTexts(Strict):
     planned_lesson: Text
     other_pack: Text
     hint_level: Text
+    hints_intro: Text
+    index_intro: Text
+    index_lessons: Text
+    index_start: Text
+    index_planned: Text
     colon: Text
     hint_level_names: list[Text] = Field(min_length=4, max_length=4)
     hint_answer_only: Text
@@ -132,7 +139,7 @@ class Case(Strict):
     group: Literal["normal", "boundary"]
     dtype: Dtype = "float32"
     dims: dict[DimName, Annotated[int, Field(ge=0, le=1 << 30)]] = {}
-    values: dict[Ident, list[Number] | Number] = {}
+    values: dict[Ident, list[Text] | Text] = {}   # numbers as text: checked in the loader, with its own message
     layout: dict[Ident, Layout] = {}
     gpu_only: bool = False
 
@@ -269,4 +276,5 @@ class LessonText(Strict):
     references: list[Reference]
     references_note: Text
     checker: CheckerText
+    files: dict[FileName, Text] = {}   # what the lesson's own files are, for the pack README
     measured: MeasuredText = MeasuredText()

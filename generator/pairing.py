@@ -38,7 +38,8 @@ def edition_drift(exercise: Pack, answer: Pack, lesson: Lesson, ui: Locale, loca
     answer_only = _pieces([q.answer for q in text.questions.values()] + [
         text.hints[3], text.solution_note, text.edition_note_answer, ui.headings.reference_answer,
         ui.headings.solution, ui.pack.hint_level.format(level=4), ui.pack.hint_level_names[3],
-        ui.pack.edition_answer, lesson.solution.fill, blank_lines[1], *nav, *zips["answer"]])
+        ui.pack.edition_answer, lesson.solution.fill, blank_lines[1], *nav, *zips["answer"],
+        "details", "summary"])   # the markup of the hint blocks
     exercise_only = _pieces([text.edition_note_exercise, ui.headings.your_answer, ui.pack.hint_answer_only,
                              ui.pack.edition_exercise, text.exercise.todo_comment, BLANK, blank_lines[0],
                              *nav, *zips["exercise"]])

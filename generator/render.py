@@ -54,6 +54,7 @@ class LessonContext:
     lesson: Lesson
     locale: str
     edition: Edition
+    bundle: bool = False   # rendered for the course bundle: links to the other lessons' folders
 
     @property
     def answer(self) -> bool:
@@ -129,7 +130,8 @@ def _render_pack(ctx: LessonContext, env: jinja2.Environment) -> Pack:
             pack.files[extra.name] = ctx.lesson.files[extra.name]
     pack.files["requirements.txt"] = env.get_template("pack/requirements.txt.j2").render(
         heading=ctx.heading, min_torch=MIN_TORCH, min_triton=MIN_TRITON).encode()
-    problems = check_markdown(document, set(pack.files) | {"README.md", "manifest.json"},
+    reachable = set(pack.files) | {"README.md", "manifest.json"} | {link["href"] for link in _navigation(ctx) if link["href"]}
+    problems = check_markdown(document, reachable,
                               f"{pack.name}/lesson.md (before notebook cells are removed)", tokens)
     if problems:
         raise RenderError("\n".join(problems))
@@ -145,23 +147,34 @@ def _lesson_vars(ctx: LessonContext, env: jinja2.Environment, code: str) -> dict
         "answer": ctx.answer, "ui": ui, "text": text, "heading": ctx.heading, "code": code,
         "figures": [text.figures[f] for f in spec.figures],
         "questions": [(q, text.questions[q]) for q in spec.questions],
-        "hints": ctx.hints, "nav": _navigation(ctx),
+        "hints": ctx.hints, "nav": _navigation(ctx), "cell_code": without_main_block(code),
         "setup_code": setup.strip(), "check_code": check.strip(),
     }
 
 
 def _navigation(ctx: LessonContext) -> list[dict]:
+    """Previous and next lesson: a relative link inside the course bundle; in a single-lesson pack,
+    the other pack's name (a link would be broken there). Planned lessons are never links."""
     entries = ctx.content.course.lessons
     index = next(i for i, e in enumerate(entries) if e.id == ctx.lesson.spec.id)
     links = []
     for label, other in ((ctx.ui.pack.previous, index - 1), (ctx.ui.pack.next, index + 1)):
         if 0 <= other < len(entries):
             entry = entries[other]
-            heading = ctx.ui.heading(entry.id, entry.number)
-            note = (ctx.ui.pack.planned_lesson if entry.status == "planned" else
-                    ctx.ui.pack.other_pack.format(name=f"{entry.id}-{ctx.locale}-{ctx.edition}.zip"))
-            links.append({"label": label, "heading": heading, "note": note})
+            published = entry.status == "published"
+            note = (ctx.ui.pack.other_pack.format(name=f"{entry.id}-{ctx.locale}-{ctx.edition}.zip") if published
+                    else ctx.ui.pack.planned_lesson)
+            href = f"../{entry.id}/lesson.md" if published and ctx.bundle else None
+            links.append({"label": label, "heading": ctx.ui.heading(entry.id, entry.number), "note": note, "href": href})
     return links
+
+
+def without_main_block(code: str) -> str:
+    """The kernel file without its `if __name__ == "__main__":` demo: a notebook runs every cell as
+    __main__, so the demo would run (and fail on the blank) before the student reaches the check."""
+    lines = code.splitlines()
+    start = next((i for i, line in enumerate(lines) if line.startswith("if __name__ == ")), None)
+    return code if start is None else "\n".join(lines[:start]).rstrip() + "\n"
 
 
 def checker_data(ctx: LessonContext) -> dict:
@@ -181,7 +194,7 @@ def checker_data(ctx: LessonContext) -> dict:
         "messages": dict(ctx.ui.checker), "hints": ctx.hints, "hint_names": list(ctx.ui.pack.hint_level_names),
         "rubric": spec.rubric.model_dump(), "questions": list(spec.questions),
         "bench": spec.bench, "bench_tables": dict(text.measured.tables),
-        "platform_section": ctx.ui.pack.readme_platforms_title,
+        "platform_section": ctx.ui.pack.readme_machine_title,
     }
 
 
@@ -223,7 +236,9 @@ def finalize_pack(ctx: LessonContext, env: jinja2.Environment, pack: Pack, verif
 def _finalize_pack(ctx: LessonContext, env: jinja2.Environment, pack: Pack, verification: dict | None) -> Pack:
     ui, spec = ctx.ui, ctx.lesson.spec
     files = dict(pack.files)
-    descriptions = dict(ui.pack.file_descriptions)
+    descriptions = dict(ui.pack.file_descriptions) | dict(ctx.text.files)
+    if ctx.answer:
+        descriptions["kernel"] = descriptions["kernel_answer"]
     listed = ["README.md", "lesson.md", *[n for n in ("lesson.html",) if n in descriptions], "lesson.ipynb",
               spec.kernel_file, "check.py",
               *[f.name for f in spec.files if f.edition == "both" or ctx.answer], "requirements.txt", "manifest.json"]

@@ -22,6 +22,8 @@ def report_data(options: "BuildOptions", result: "BuildResult") -> dict:
         "cached": result.cached,
         "gpu_vs_interpreter": result.disagreements,
         "translation_fallbacks": result.fallbacks,
+        "tasks": result.tasks,
+        "job_ids": result.job_ids,
     }
 
 
@@ -57,6 +59,13 @@ def report_markdown(data: dict) -> str:
     if data["translation_fallbacks"]:
         lines += ["## Translation fallbacks (marked in the packs)", "", "| file | unit | state |", "|---|---|---|"]
         lines += [f"| {f['file']} | {f['unit']} | {f['kind']} |" for f in data["translation_fallbacks"]]
+        lines.append("")
+    if data["tasks"]:
+        lines += ["## Runner tasks", "", "| lesson | state | job | attempts | seconds |", "|---|---|---|---|---|"]
+        lines += [f"| {t['lesson']} | {t['state']} | {t['job_id'] or '-'} | {t['attempts']} | {t['seconds']} |"
+                  for t in data["tasks"]]
+        if data["job_ids"]:
+            lines += ["", f"Slurm jobs used: {', '.join(data['job_ids'])}."]
         lines.append("")
     if data["failed"]:
         lines += ["## Failures", ""] + [f"- {f}" for f in data["failed"]] + [""]

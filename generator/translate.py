@@ -1,4 +1,4 @@
-"""The translators' commands: `coursepack i18n status | bless | new`."""
+"""The translators' commands: `coursepack i18n status | bless | new | migrate-stamps`."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
 
 from generator.errors import CoursepackError
-from generator.i18n import HASHES, is_critical, load_snapshot, save_snapshot, units, word_diff
+from generator.i18n import HASHES, is_critical, load_snapshot, save_snapshot, unit_hash, units, word_diff
 from generator.loader import CourseContent, load_content
 from generator.yamlio import load_yaml
 from generator.errors import ProblemCollector
@@ -25,9 +25,24 @@ def _round_trip() -> YAML:
     return yaml
 
 
-def _source_units(path: Path) -> dict[str, str]:
-    doc = load_yaml(path, ProblemCollector(path.parent))
+def _source_units(path: Path, fold_markers: bool = False) -> dict[str, str]:
+    doc = load_yaml(path, ProblemCollector(path.parent), fold_markers=fold_markers)
     return units(doc.data) if doc is not None else {}
+
+
+def refold_stamps(source_path: Path, translation_path: Path) -> dict[str, str]:
+    """Issue 10.1: units of a translation whose stamp is the hash of the pre-fix reading of their
+    *current* source text (a U+0007 fold marker at each fold of a folded `>` scalar), with their
+    source text as it reads now. The translator reviewed exactly that text; only its hash was wrong.
+    A unit stamped on any other text is left out: its source really changed."""
+    doc = load_yaml(translation_path, ProblemCollector(translation_path.parent))
+    stamps = doc.data.get(HASHES) if doc is not None and isinstance(doc.data, dict) else None
+    if not isinstance(stamps, dict):
+        return {}
+    source = _source_units(source_path)
+    old = _source_units(source_path, fold_markers=True)
+    return {unit: source[unit] for unit, stamp in stamps.items()
+            if unit in source and old.get(unit, source[unit]) != source[unit] and stamp == unit_hash(old[unit])}
 
 
 def status(content_root: Path, locale: str | None = None) -> dict:
@@ -38,6 +53,7 @@ def status(content_root: Path, locale: str | None = None) -> dict:
         if locale and state.locale != locale:
             continue
         source = _source_units(state.source_path)
+        refold = refold_stamps(state.source_path, state.path) if state.stale else {}
         stale = []
         for unit in state.stale:
             stamp = state.stamps.get(unit)
@@ -45,6 +61,8 @@ def status(content_root: Path, locale: str | None = None) -> dict:
             stale.append({"unit": unit, "stamp": stamp, "critical": is_critical(unit),
                           "diff": word_diff(old, source[unit]) if old is not None else None,
                           "why": "no stamp: never marked as translated" if not stamp else
+                                 "stamped on the old reading of folded text; run `coursepack i18n migrate-stamps`"
+                                 if unit in refold else
                                  ("source changed" if old is not None else "source changed (no snapshot of the old text)")})
         files.append({"file": _rel(content, state.path), "locale": state.locale, "ok": len(state.ok),
                       "missing": [{"unit": u, "critical": is_critical(u)} for u in state.missing],
@@ -101,6 +119,23 @@ def bless(content_root: Path, locale: str, unit_ids: list[str], all_stale: bool,
     if unit_ids and unknown:
         raise CoursepackError(f"not stamped (unknown unit, or not translated in {locale}): {', '.join(unknown)}")
     return stamped
+
+
+def migrate_stamps(content_root: Path) -> list[str]:
+    """Re-stamp, in every translation file, the units that `refold_stamps` finds, with the hash of
+    their source text as it reads now, and save that text's snapshot. Other stale units stay stale;
+    comments and layout stay as they are; running it again finds nothing."""
+    content = load_content(content_root)
+    return [f"{_rel(content, state.path)}: {unit}" for state in content.translations
+            for unit in migrate_file(content.root, state.source_path, state.path)]
+
+
+def migrate_file(content_root: Path, source_path: Path, translation_path: Path) -> list[str]:
+    """migrate_stamps for one translation file; the units it re-stamped."""
+    wanted = refold_stamps(source_path, translation_path)
+    if wanted:
+        _write_stamps(translation_path, {u: save_snapshot(content_root, text) for u, text in wanted.items()})
+    return sorted(wanted)
 
 
 def _write_stamps(path: Path, stamps: dict[str, str]) -> None:

@@ -1,170 +1,38 @@
 """The verification gate: run the generated packs on a runner before anything is released.
 
 Per lesson and locale, on the generated files (never the sources):
-  answer      the answer pack's check.py passes on its kernel file
+  answer      the answer kernel passes every case of the pack's checker
+  exercise    the exercise pack's check.py, on the untouched blank, asks for the blank
   notebook    the answer lesson.ipynb executes top to bottom and its check cell passes
-  exercise    the exercise pack's check.py fails on the untouched blank with the blank message
-  mistake:ID  each declared wrong fill fails on exactly the cases it declares
+  mistake:ID  each declared wrong code fails on exactly the cases it declares
+  bench       (GPU) the lesson's bench.py runs; its numbers go into the packs
+
+One task per lesson runs all of it (generator/checker/verify_job.py), so a runner starts torch
+once per lesson, not once per step. Kernel files that differ only in comments (the same answer in
+two languages) run once; every record still says what was verified for its pack.
 """
 
 from __future__ import annotations
 
 import datetime as _dt
-import hashlib
+import io
 import json
-import os
-import shlex
 import shutil
-import subprocess
-import sys
-import time
-from concurrent.futures import ThreadPoolExecutor
+import tokenize
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
-from generator.errors import CoursepackError
+from generator.archive import write_tree
+from generator.cache import BuildCache, key
 from generator.model import LessonSpec, Mistake
+from generator.pack import Pack
+from generator.runners import Runner, Task, TaskResult
 
-NOTEBOOK_SCRIPT = """
-import sys, nbformat
-from nbclient import NotebookClient
-nb = nbformat.read("lesson.ipynb", as_version=4)
-NotebookClient(nb, timeout={timeout}, kernel_name="python3", resources={{"metadata": {{"path": "."}}}}).execute()
-checks = [c for c in nb.cells if "check" in c.metadata.get("tags", [])]
-print("".join(o.get("text", "") for c in checks for o in c.get("outputs", [])))
-print("NOTEBOOK-OK")
-"""
-PROBE_SCRIPT = ("import json, sys, torch, triton; g = torch.cuda.is_available();"
-                "print(json.dumps({'torch': torch.__version__, 'triton': triton.__version__,"
-                "'python': sys.version.split()[0], 'cuda': g,"
-                "'device': torch.cuda.get_device_name(0) if g else 'CPU'}))")
+VERIFY_JOB = Path(__file__).parent / "checker" / "verify_job.py"
+JOB_TIMEOUT_S = 3600
+Progress = Callable[[str], None]
 
-
-class RunnerError(CoursepackError):
-    pass
-
-
-@dataclass
-class RunResult:
-    returncode: int
-    stdout: str
-    stderr: str
-    seconds: float
-    timed_out: bool = False
-
-
-@dataclass
-class Runner:
-    """Where packs are run. kind: cuda, interpreter or command."""
-
-    kind: str
-    python: str = sys.executable
-    template: str = ""
-    timeout: float = 600.0
-    cache_dir: Path | None = None   # Triton's compile cache for local runs
-
-    @property
-    def label(self) -> str:
-        return {"cuda": "local CUDA GPU", "interpreter": "Triton interpreter on the CPU",
-                "command": f"command runner ({self.template.split()[0] if self.template else '?'})"}[self.kind]
-
-    def identity(self) -> str:
-        return json.dumps([self.kind, self.python, self.template])
-
-    def run(self, args: list[str], cwd: Path, timeout: float | None = None) -> RunResult:
-        command = [self.python, *args]
-        env = dict(os.environ, PYTHONUNBUFFERED="1", PYTHONDONTWRITEBYTECODE="1")
-        if self.cache_dir is not None:
-            env["TRITON_CACHE_DIR"] = str(self.cache_dir)
-        if self.kind == "interpreter":
-            env["TRITON_INTERPRET"] = "1"
-            env["CUDA_VISIBLE_DEVICES"] = ""
-        shell = False
-        if self.kind == "command":
-            command = expand_template(self.template, cwd, command)
-            shell = True
-        start = time.monotonic()
-        try:
-            done = subprocess.run(command, cwd=cwd, env=env, shell=shell, capture_output=True,
-                                  text=True, timeout=timeout or self.timeout, stdin=subprocess.DEVNULL)
-        except subprocess.TimeoutExpired as exc:
-            return RunResult(124, _text(exc.stdout), _text(exc.stderr), time.monotonic() - start, True)
-        except OSError as exc:
-            raise RunnerError(f"cannot start the {self.kind} runner ({command!r}): {exc}") from exc
-        return RunResult(done.returncode, done.stdout, done.stderr, time.monotonic() - start)
-
-    def probe(self, cwd: Path, cache: Path | None = None) -> dict:
-        """Versions and device of the runner; cached locally while torch and triton are unchanged."""
-        stamp = self._install_stamp() if cache is not None and self.kind != "command" else None
-        if stamp is not None:
-            try:
-                saved = json.loads(cache.read_text(encoding="utf-8"))
-                if saved.get("stamp") == stamp:
-                    return saved["info"]
-            except (OSError, ValueError):
-                pass
-        info = self._probe(cwd)
-        if stamp is not None:
-            cache.parent.mkdir(parents=True, exist_ok=True)
-            cache.write_text(json.dumps({"stamp": stamp, "info": info}), encoding="utf-8")
-        return info
-
-    def _install_stamp(self) -> str | None:
-        """Where torch and triton are installed and when they changed, without importing them."""
-        script = ("import importlib.util as u, os, sys; s = [u.find_spec(m) for m in ('torch', 'triton')];"
-                  "print(repr([sys.executable] + [(x.origin, os.path.getmtime(x.origin)) for x in s if x]))")
-        try:
-            done = subprocess.run([self.python, "-c", script], capture_output=True, text=True, timeout=60)
-        except (OSError, subprocess.TimeoutExpired):
-            return None
-        devices = sorted(p.name for p in Path("/dev").glob("nvidia*")) if Path("/dev").exists() else []
-        visible = os.environ.get("CUDA_VISIBLE_DEVICES", "<unset>")
-        return json.dumps([self.kind, done.stdout.strip(), devices, visible]) if done.returncode == 0 else None
-
-    def _probe(self, cwd: Path) -> dict:
-        result = self.run(["-c", PROBE_SCRIPT], cwd, timeout=300)
-        if result.returncode != 0:
-            raise RunnerError(f"the {self.kind} runner cannot import torch and triton with {self.python}:\n"
-                              + result.stderr.strip()[-800:])
-        info = json.loads(result.stdout.strip().splitlines()[-1])
-        if self.kind == "interpreter":
-            info["device"] = "CPU (Triton interpreter)"
-        return info
-
-    def check_usable(self, info: dict) -> None:
-        if self.kind == "cuda" and not info["cuda"]:
-            raise RunnerError("runner 'cuda' was chosen but torch sees no CUDA GPU (use --runner interpreter)")
-
-
-def expand_template(template: str, cwd: Path, command: list[str]) -> str:
-    """{cwd}: the folder; {cmd}: the command, for a local shell (srun, docker);
-    {shell_cmd}: 'cd FOLDER && COMMAND' as one quoted word, for a remote shell (ssh HOST {shell_cmd})."""
-    folder = shlex.quote(str(cwd))
-    return template.format(cwd=folder, cmd=shlex.join(command),
-                           shell_cmd=shlex.quote(f"cd {folder} && {shlex.join(command)}"))
-
-
-def _text(value) -> str:
-    if value is None:
-        return ""
-    return value.decode("utf-8", "replace") if isinstance(value, bytes) else value
-
-
-def make_runner(kind: str, python: str | None, template: str | None, cache_dir: Path | None,
-                probe_cache: Path | None = None) -> Runner:
-    python = python or ("python3" if kind == "command" else sys.executable)
-    if kind == "auto":
-        info = Runner("cuda", python).probe(Path.cwd(), probe_cache)
-        kind = "cuda" if info["cuda"] else "interpreter"
-    if kind == "command" and not template:
-        raise RunnerError("runner 'command' needs --runner-command, e.g. 'ssh gpu01 {shell_cmd}' "
-                          "or 'srun --gres=gpu:1 --chdir {cwd} {cmd}'")
-    if kind not in ("cuda", "interpreter", "command"):
-        raise RunnerError(f"unknown runner '{kind}' (expected auto, cuda, interpreter or command)")
-    return Runner(kind, python, template or "", cache_dir=cache_dir)
-
-
-# ---------------------------------------------------------------------------------------------
 
 @dataclass
 class Step:
@@ -176,118 +44,288 @@ class Step:
     data: dict | None = None
 
 
-def expected_failures(mistake: Mistake, spec: LessonSpec) -> set[str]:
-    ids = [c.id for c in spec.checks.cases]
-    if isinstance(mistake.fails, list):
-        return set(mistake.fails)
-    return set(ids) - set(mistake.fails.all_except)
+@dataclass
+class PackPair:
+    """One lesson x locale to verify: both editions and the declared mistakes' code."""
 
+    lesson_id: str
+    locale: str
+    spec: LessonSpec
+    exercise: Pack
+    answer: Pack
+    mistakes: list[tuple[Mistake, str]]
+    notebook: bool
 
-def _check_json(result: RunResult) -> dict | None:
-    try:
-        return json.loads(result.stdout)
-    except ValueError:
-        return None
+    @property
+    def label(self) -> str:
+        return f"{self.lesson_id}/{self.locale}"
 
-
-def step_answer(runner: Runner, answer_dir: Path) -> Step:
-    result = runner.run(["check.py", "--json"], answer_dir)
-    data = _check_json(result)
-    ok = result.returncode == 0 and data is not None and data["status"] == "pass"
-    detail = "" if ok else _why(result, data)
-    return Step("answer", ok, result.seconds, detail, data["cases"] if data else [])
-
-
-def step_exercise(runner: Runner, exercise_dir: Path) -> Step:
-    result = runner.run(["check.py", "--json"], exercise_dir)
-    data = _check_json(result)
-    ok = result.returncode == 2 and data is not None and data["status"] == "blank"
-    plain = runner.run(["check.py"], exercise_dir) if ok else None
-    if plain is not None and "______" not in plain.stdout:
-        ok = False
-    return Step("exercise", ok, result.seconds + (plain.seconds if plain else 0),
-                "" if ok else "the untouched exercise did not give the fill-in-the-blank message: " + _why(result, data))
-
-
-def step_notebook(runner: Runner, answer_dir: Path, timeout: float) -> Step:
-    result = runner.run(["-c", NOTEBOOK_SCRIPT.format(timeout=int(timeout))], answer_dir)
-    ok = result.returncode == 0 and "NOTEBOOK-OK" in result.stdout
-    return Step("notebook", ok, result.seconds, "" if ok else _why(result, None))
-
-
-def step_bench(runner: Runner, answer_dir: Path, script: str) -> Step:
-    """The lesson's bench on the GPU: its numbers go into the answer pack, never hand-typed ones."""
-    result = runner.run([script, "--json", "bench.json"], answer_dir, timeout=900)
-    path = answer_dir / "bench.json"
-    data = json.loads(path.read_text()) if result.returncode == 0 and path.exists() else None
-    if path.exists():
-        path.unlink()
-    fusion_ok = data is None or all(v for k, v in data.get("fusion_correctness", {}).items()
-                                    if isinstance(v, bool))
-    ok = data is not None and fusion_ok
-    detail = "" if ok else ("fused kernel checks failed" if data else _why(result, None))
-    return Step("bench", ok, result.seconds, detail, [], data)
-
-
-def step_mistake(runner: Runner, exercise_dir: Path, mistake: Mistake, code: str, spec: LessonSpec,
-                 work: Path) -> Step:
-    folder = work / mistake.id
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / spec.kernel_file).write_text(code, encoding="utf-8")
-    result = runner.run([str(exercise_dir / "check.py"), "--json", str(folder / spec.kernel_file)], folder)
-    data = _check_json(result)
-    if data is None or data["status"] not in ("pass", "fail"):
-        return Step(f"mistake:{mistake.id}", False, result.seconds, _why(result, data))
-    ran = {c["id"] for c in data["cases"] if c["status"] != "skip"}
-    failed = {c["id"] for c in data["cases"] if c["status"] not in ("pass", "skip")}
-    expected = expected_failures(mistake, spec) & ran
-    ok = failed == expected and result.returncode == (1 if expected else 0)
-    detail = "" if ok else (f"expected to fail {sorted(expected)}, failed {sorted(failed)}")
-    return Step(f"mistake:{mistake.id}", ok, result.seconds, detail, data["cases"])
-
-
-def _why(result: RunResult, data: dict | None) -> str:
-    if result.timed_out:
-        return f"timed out after {result.seconds:.0f} s"
-    if data is not None:
-        bad = [c for c in data.get("cases", []) if c["status"] not in ("pass", "skip")]
-        return f"status {data['status']}; failing cases: {[c['id'] for c in bad]}; load error: {data.get('load_error')}"
-    tail = (result.stderr.strip() or result.stdout.strip())[-1500:]
-    return f"exit status {result.returncode}: {tail}"
+    def content_key(self) -> str:
+        return key(self.exercise.content_hash(), self.answer.content_hash(),
+                   json.dumps([m.model_dump() for m, _ in self.mistakes], sort_keys=True), str(self.notebook))
 
 
 @dataclass
-class Job:
-    """Verification of one lesson x locale: the two packs on disk and the mistake fills."""
-
-    spec: LessonSpec
-    answer_dir: Path
-    exercise_dir: Path
-    mistakes: list[tuple[Mistake, str]]
-    work: Path
+class Outcome:
+    records: dict[tuple[str, str], dict] = field(default_factory=dict)
+    cached: dict[str, bool] = field(default_factory=dict)
+    disagreements: dict[str, list] = field(default_factory=dict)
+    failed: list[str] = field(default_factory=list)
+    tasks: list[dict] = field(default_factory=list)
 
 
-def run_job(runner: Runner, job: Job, notebook: bool, jobs: int, gpu: bool = False,
-            shared_bench: tuple[str, dict] | None = None) -> list[Step]:
-    """shared_bench: (locale, data) of this lesson's bench from another locale in this build. The
-    bench measures code that is the same in every language, so it runs once per lesson."""
-    tasks = [lambda: step_answer(runner, job.answer_dir), lambda: step_exercise(runner, job.exercise_dir)]
-    if notebook:
-        tasks.append(lambda: step_notebook(runner, job.answer_dir, job.spec.checks.timeout_s * 4))
-    for mistake, code in job.mistakes:
-        tasks.append(lambda m=mistake, c=code: step_mistake(runner, job.exercise_dir, m, c, job.spec, job.work))
-    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-        steps = list(pool.map(lambda task: task(), tasks))
-    if gpu and job.spec.bench and shared_bench is not None:
-        steps.append(Step("bench", True, 0.0, f"measured once per lesson, in the {shared_bench[0]} pack",
-                          [], shared_bench[1]))
-    elif gpu and job.spec.bench:   # alone on the GPU, after everything else, so the timings are clean
-        steps.append(step_bench(runner, job.answer_dir, job.spec.bench))
+def code_key(code: str) -> str:
+    """The same key for kernel files that differ only in comments and blank lines."""
+    try:
+        tokens = [t for t in tokenize.generate_tokens(io.StringIO(code).readline)
+                  if t.type not in (tokenize.COMMENT, tokenize.NL)]
+        return key(*[f"{t.type}:{t.string}" for t in tokens])[:16]
+    except (tokenize.TokenError, IndentationError, SyntaxError):
+        return key(code)[:16]
+
+
+def verify_all(pairs: list[PackPair], runner: Runner, info: dict, cache: BuildCache, work: Path, jobs: int,
+               progress: Progress) -> Outcome:
+    outcome = Outcome()
+    pending: dict[str, list[PackPair]] = {}
+    identity = key(runner.identity(), json.dumps(info, sort_keys=True))
+    keys = {}
+    for pair in pairs:
+        keys[pair.label] = (pair.content_key(), key(pair.content_key(), identity))
+        hit = cache.records.get(keys[pair.label][1])
+        if hit is not None:
+            outcome.records[(pair.lesson_id, pair.locale)] = hit["record"]
+            outcome.cached[pair.label] = True
+            progress(f"verify {pair.label}: cached ({'passed' if hit['record']['passed'] else 'FAILED'})")
+        else:
+            pending.setdefault(pair.lesson_id, []).append(pair)
+    gpu = bool(info["cuda"]) and runner.kind != "interpreter"
+    plans = [_plan(lesson_pairs, work / lesson_id, runner, jobs) for lesson_id, lesson_pairs in pending.items()]
+    if plans:
+        progress(f"verify {', '.join(f'{p.lesson_id} ({len(p.pairs)} locale(s), {len(p.units)} kernel files)' for p in plans)}"
+                 f" on {runner.label} ...")
+        warmups = _bench_warmups(plans, runner, info, cache) if gpu and runner.kind == "cuda" else []
+        tasks = [p.task for p in plans] + warmups
+        results = runner.run_tasks(tasks, progress, parallel=len(tasks) if gpu else 1)[:len(plans)]
+        benches = _benches(plans, runner, info, cache, gpu, progress)
+        for plan, result in zip(plans, results):
+            outcome.tasks.append({"lesson": plan.lesson_id, "state": result.state, "job_id": result.job_id,
+                                  "seconds": round(result.seconds, 1), "attempts": result.attempts})
+            for pair in plan.pairs:
+                steps = _steps(plan, pair, result, benches.get(plan.lesson_id), gpu)
+                record = make_record(runner, info, steps, result.seconds, plan, pair)
+                content_key, cache_key = keys[pair.label]
+                cache.records.put(cache_key, {"content_key": content_key, "record": record, "pack": pair.label})
+                outcome.records[(pair.lesson_id, pair.locale)] = record
+                outcome.cached[pair.label] = False
+                for step in steps:
+                    progress(f"       {'ok  ' if step.ok else 'FAIL'} {pair.label:22} {step.name:26} "
+                             f"{step.seconds:6.1f} s  {step.detail[:160]}")
+    entries = cache.records.values()
+    for pair in pairs:
+        record = outcome.records[(pair.lesson_id, pair.locale)]
+        outcome.disagreements[pair.label] = disagreements(entries, keys[pair.label][0])
+        if not record["passed"]:
+            outcome.failed += [f"{pair.label}: {s['name']}: {s['detail']}" for s in record["steps"] if not s["ok"]]
+    return outcome
+
+
+# ---- planning: one job folder per lesson -------------------------------------------------------
+
+@dataclass
+class Plan:
+    lesson_id: str
+    folder: Path
+    pairs: list[PackPair]
+    units: dict[str, str]                       # unit id -> its path in the folder
+    unit_of: dict[tuple[str, str], str]         # (locale, step name) -> unit id
+    task: Task
+
+
+def _plan(pairs: list[PackPair], folder: Path, runner: Runner, jobs: int) -> Plan:
+    clear(folder)
+    folder.mkdir(parents=True)
+    spec = pairs[0].spec
+    units: dict[str, str] = {}
+    unit_of: dict[tuple[str, str], str] = {}
+    exercises, notebooks = {}, {}
+    for pair in pairs:
+        answer_dir = write_tree(pair.answer, folder).relative_to(folder).as_posix()
+        exercises[pair.locale] = write_tree(pair.exercise, folder).relative_to(folder).as_posix()
+        if pair.notebook:
+            notebooks[pair.locale] = answer_dir
+        codes = [("answer", pair.answer.files[spec.kernel_file].decode())]
+        codes += [(f"mistake:{m.id}", code) for m, code in pair.mistakes]
+        for step, code in codes:
+            unit = code_key(code)
+            if unit not in units:
+                path = Path("units") / unit / spec.kernel_file
+                (folder / path).parent.mkdir(parents=True)
+                (folder / path).write_text(code, encoding="utf-8")
+                units[unit] = path.as_posix()
+            unit_of[(pair.locale, step)] = unit
+    job = {"units": [{"id": u, "path": p} for u, p in units.items()],
+           "checker": f"{exercises[pairs[0].locale]}/check.py", "exercises": exercises, "notebooks": notebooks,
+           "jobs": jobs, "case_timeout": spec.checks.timeout_s, "timeout": JOB_TIMEOUT_S - 60,
+           "notebook_timeout": spec.checks.timeout_s * 4, "interpreter": runner.kind == "interpreter"}
+    (folder / "job.json").write_text(json.dumps(job, indent=1), encoding="utf-8")
+    shutil.copyfile(VERIFY_JOB, folder / "verify_job.py")
+    task = Task(pairs[0].lesson_id, folder, ["{python}", "verify_job.py"], JOB_TIMEOUT_S)
+    return Plan(pairs[0].lesson_id, folder, pairs, units, unit_of, task)
+
+
+# ---- reading a job's results into steps --------------------------------------------------------
+
+def _steps(plan: Plan, pair: PackPair, task: TaskResult, bench: Step | None, gpu: bool) -> list[Step]:
+    result = _read(plan.folder / "result.json")
+    if result is None:
+        why = task.detail or f"{task.state}: {(task.stderr or task.stdout).strip()[-800:]}"
+        return [Step("job", False, task.seconds, f"the verification task did not finish: {why}")]
+    units = result["batch"].get("units") or {}
+    steps = []
+    for step_name in ["answer"] + [f"mistake:{m.id}" for m, _ in pair.mistakes]:
+        unit = plan.unit_of[(pair.locale, step_name)]
+        data = units.get(unit)
+        shared = [loc for (loc, name), u in plan.unit_of.items() if u == unit and loc != pair.locale]
+        note = f" (the same code as {', '.join(sorted(set(shared)))}: run once)" if shared else ""
+        if data is None:
+            steps.append(Step(step_name, False, 0.0, "no result: " + _batch_why(result["batch"])))
+        elif step_name == "answer":
+            ok = data["status"] == "pass"
+            steps.append(Step("answer", ok, data.get("seconds", 0.0),
+                              (note.strip() if ok else _why(data)), data["cases"], _timing(data)))
+        else:
+            mistake = next(m for m, _ in pair.mistakes if f"mistake:{m.id}" == step_name)
+            steps.append(_mistake_step(step_name, mistake, data, pair.spec, note))
+    steps.append(_exercise_step(result["exercises"].get(pair.locale)))
+    if pair.notebook:
+        steps.append(_notebook_step(result["notebooks"].get(pair.locale)))
+    if gpu and pair.spec.bench and bench is not None:
+        steps.append(bench)
     return steps
 
 
-def record(runner: Runner, info: dict, steps: list[Step], seconds: float) -> dict:
-    answer = next(s for s in steps if s.name == "answer")
+def _mistake_step(name: str, mistake: Mistake, data: dict, spec: LessonSpec, note: str) -> Step:
+    if data["status"] not in ("pass", "fail"):
+        return Step(name, False, data.get("seconds", 0.0), _why(data), data.get("cases", []))
+    ran = {c["id"] for c in data["cases"] if c["status"] != "skip"}
+    failed = {c["id"] for c in data["cases"] if c["status"] not in ("pass", "skip")}
+    expected = expected_failures(mistake, spec) & ran
+    ok = failed == expected
+    detail = note.strip() if ok else f"expected to fail {sorted(expected)}, failed {sorted(failed)}"
+    return Step(name, ok, data.get("seconds", 0.0), detail, data["cases"], _timing(data))
+
+
+def _timing(data: dict) -> dict:
+    """Where a kernel file's time went: starting children (torch, CUDA), importing it, its cases
+    (the first one includes the JIT compile)."""
+    ran = [c.get("seconds", 0.0) for c in data.get("cases", []) if c["status"] != "skip"]
+    timing = data.get("timing") or {}
+    return {"children": timing.get("children", 0), "startup_s": round(timing.get("startup_s", 0.0), 2),
+            "import_s": round(timing.get("loaded_s", 0.0), 2), "first_case_s": round(ran[0], 2) if ran else 0.0,
+            "other_cases_s": round(sum(ran[1:]), 2)}
+
+
+def _exercise_step(data: dict | None) -> Step:
+    if data is None:
+        return Step("exercise", False, 0.0, "not run")
+    ok = data["returncode"] == 2 and data["status"] == "blank" and "______" in data["plain"]
+    detail = "" if ok else ("the untouched exercise did not give the fill-in-the-blank message: "
+                            f"status {data['status']}, exit {data['returncode']}: {data['stderr'].strip()[-400:]}")
+    return Step("exercise", ok, data["seconds"], detail)
+
+
+def _notebook_step(data: dict | None) -> Step:
+    if data is None:
+        return Step("notebook", False, 0.0, "not run")
+    ok = data["returncode"] == 0 and "NOTEBOOK-OK" in data["stdout"]
+    detail = "" if ok else (f"timed out after {data['seconds']:.0f} s" if data["timed_out"] else
+                            f"exit status {data['returncode']}: {(data['stderr'] or data['stdout']).strip()[-1200:]}")
+    return Step("notebook", ok, data["seconds"], detail)
+
+
+def expected_failures(mistake: Mistake, spec: LessonSpec) -> set[str]:
+    ids = {c.id for c in spec.checks.cases}
+    if isinstance(mistake.fails, list):
+        return set(mistake.fails)
+    return ids - set(mistake.fails.all_except)
+
+
+def _why(data: dict) -> str:
+    bad = [c["id"] for c in data.get("cases", []) if c["status"] not in ("pass", "skip")]
+    return f"status {data['status']}; failing cases: {bad}; load error: {data.get('load_error')}"
+
+
+def _batch_why(batch: dict) -> str:
+    if batch.get("timed_out"):
+        return f"the batch timed out after {batch['seconds']:.0f} s"
+    return f"exit status {batch.get('returncode')}: {(batch.get('stderr') or '').strip()[-800:]}"
+
+
+def _read(path: Path) -> dict | None:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+# ---- the bench: once per lesson, alone on the GPU, cached by the code it times ----------------
+
+def bench_key(answer: Pack, spec: LessonSpec, identity: str) -> str:
+    """Everything a bench's numbers depend on: the code of every Python file it can import (comments
+    do not count, so a translated comment does not re-run it), and the runner."""
+    parts = [f"{name}:{code_key(data.decode())}" for name, data in sorted(answer.files.items())
+             if name.endswith(".py") and name != "check.py"]
+    runtime = (Path(__file__).parent / "checker" / "runtime.py").read_text(encoding="utf-8")
+    return key(*parts, code_key(runtime), identity)
+
+
+def _bench_warmups(plans: list[Plan], runner: Runner, info: dict, cache: BuildCache) -> list[Task]:
+    """Each bench that will run, started early with --warmup-only: it compiles every kernel it times
+    (into the shared Triton and Inductor caches) while the GPU checks run, so that the timed run,
+    alone on the GPU afterwards, compiles nothing. Local GPU only: a remote node has its own caches."""
+    identity = key(runner.identity(), json.dumps(info, sort_keys=True))
+    tasks = []
+    for plan in plans:
+        pair = plan.pairs[0]
+        if pair.spec.bench and cache.benches.get(bench_key(pair.answer, pair.spec, identity)) is None:
+            tasks.append(Task(f"{plan.lesson_id}-bench-warmup", plan.folder / pair.answer.name,
+                              ["{python}", pair.spec.bench, "--warmup-only"], 900))
+    return tasks
+
+
+def _benches(plans: list[Plan], runner: Runner, info: dict, cache: BuildCache, gpu: bool,
+             progress: Progress) -> dict[str, Step]:
+    found = {}
+    identity = key(runner.identity(), json.dumps(info, sort_keys=True))
+    for plan in plans:
+        spec, pair = plan.pairs[0].spec, plan.pairs[0]
+        if not gpu or not spec.bench:
+            continue
+        name = bench_key(pair.answer, spec, identity)
+        hit = cache.benches.get(name)
+        if hit is not None:
+            found[plan.lesson_id] = Step("bench", hit["ok"], 0.0, "measured earlier; same code (from cache)", [], hit["data"])
+            continue
+        progress(f"bench  {plan.lesson_id} on {info['device']} (alone on the GPU) ...")
+        folder = plan.folder / pair.answer.name
+        [result] = runner.run_tasks([Task(f"{plan.lesson_id}-bench", folder,
+                                          ["{python}", spec.bench, "--json", "bench.json"], 900)])
+        data = _read(folder / "bench.json")
+        ok = data is not None and all((data.get("checks") or {}).values())
+        detail = "" if ok else ("a bench check failed: " + ", ".join(k for k, v in data["checks"].items() if not v)
+                                if data else f"{result.state}: {(result.stderr or result.stdout).strip()[-800:]}")
+        step = Step("bench", ok, result.seconds, detail, [], data)
+        if data is not None:
+            cache.benches.put(name, {"ok": ok, "data": data})
+        found[plan.lesson_id] = step
+    return found
+
+
+# ---- records -------------------------------------------------------------------------------------
+
+def make_record(runner: Runner, info: dict, steps: list[Step], seconds: float, plan: Plan, pair: PackPair) -> dict:
+    answer = next((s for s in steps if s.name == "answer"), None)
     return {
         "runner": runner.kind, "runner_label": runner.label, "device": info["device"],
         "gpu": bool(info["cuda"]) and runner.kind != "interpreter",
@@ -295,44 +333,13 @@ def record(runner: Runner, info: dict, steps: list[Step], seconds: float) -> dic
         "date": _dt.date.today().isoformat(), "seconds": round(seconds, 1),
         "passed": all(s.ok for s in steps),
         "steps": [{"name": s.name, "ok": s.ok, "seconds": round(s.seconds, 2), "detail": s.detail} for s in steps],
-        "cases": [{"id": c["id"], "status": c["status"]} for c in answer.cases],
+        "cases": [{"id": c["id"], "status": c["status"]} for c in (answer.cases if answer else [])],
         "mistakes_caught": sum(1 for s in steps if s.name.startswith("mistake:") and s.ok),
-        "mistakes_declared": sum(1 for s in steps if s.name.startswith("mistake:")),
-        "details": {s.name: s.cases for s in steps if s.cases},
+        "mistakes_declared": len(pair.mistakes),
+        "details": {s.name: [{"id": c["id"], "status": c["status"]} for c in s.cases] for s in steps if s.cases},
         "bench": next((s.data for s in steps if s.name == "bench" and s.data), None),
+        "timing": {s.name: s.data for s in steps if s.name != "bench" and s.data},
     }
-
-
-class Cache:
-    """Verification records keyed by everything that affects them."""
-
-    def __init__(self, folder: Path):
-        self.folder = folder
-
-    def key(self, *parts: str) -> str:
-        return hashlib.sha256("\0".join(parts).encode()).hexdigest()
-
-    def get(self, key: str) -> dict | None:
-        path = self.folder / f"{key}.json"
-        try:
-            return json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            return None
-
-    def put(self, key: str, value: dict) -> None:
-        self.folder.mkdir(parents=True, exist_ok=True)
-        tmp = self.folder / f".{key}.tmp"
-        tmp.write_text(json.dumps(value, ensure_ascii=False, indent=1, sort_keys=True), encoding="utf-8")
-        os.replace(tmp, self.folder / f"{key}.json")
-
-    def index(self) -> list[dict]:
-        entries = []
-        for path in sorted(self.folder.glob("*.json")) if self.folder.exists() else []:
-            try:
-                entries.append(json.loads(path.read_text(encoding="utf-8")))
-            except ValueError:
-                continue
-        return entries
 
 
 def disagreements(entries: list[dict], content_key: str) -> list[dict]:

@@ -1,12 +1,16 @@
 """Read YAML content files into plain data plus the position of every key and value.
 
 Every scalar stays text (YAML 1.2 composition, no implicit typing): a translator's answer
-`no` or `1e3` is never turned into a boolean or a number. Duplicate keys, tabs, syntax errors,
-non-UTF-8 bytes and oversized files become located problems instead of exceptions.
+`no` or `1e3` is never turned into a boolean or a number. Values are read with ruamel's safe
+(not round-trip) scanner: the round-trip one leaves a U+0007 fold marker at every fold of a folded
+(`>`) scalar, for its own dumper's sake, and those markers used to reach every pack (issue 10.1).
+Duplicate keys, tabs, syntax errors, non-UTF-8 bytes, oversized files and control characters
+written as escapes in quoted values (`"\\a"`) become located problems instead of exceptions.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -18,6 +22,8 @@ from ruamel.yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 from generator.errors import ProblemCollector
 
 MAX_CONTENT_BYTES = 1 << 20
+# C0 controls but newline and tab, DEL and C1 controls: nothing a pack should carry.
+CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 NULL_WORDS = {"", "~", "null", "Null", "NULL"}
 KeyPath = tuple[Any, ...]
 
@@ -31,6 +37,7 @@ class YamlDoc:
     value_pos: dict[KeyPath, tuple[int, int]] = field(default_factory=dict)
     key_pos: dict[KeyPath, tuple[int, int]] = field(default_factory=dict)
     valid: bool = True   # cleared when the file's content fails its schema
+    fold_markers: bool = False   # read the pre-10.1 way (see load_yaml)
 
     def position(self, keypath: KeyPath, of_key: bool = False) -> tuple[int, int]:
         """Line and column (1-based) of the deepest known part of keypath."""
@@ -68,12 +75,18 @@ def read_text(path: Path, problems: ProblemCollector) -> str | None:
     return text.removeprefix("\ufeff")
 
 
-def load_yaml(path: Path, problems: ProblemCollector) -> YamlDoc | None:
+def load_yaml(path: Path, problems: ProblemCollector, *, fold_markers: bool = False) -> YamlDoc | None:
+    """The file's data and positions, or None after recording why it cannot be read.
+
+    fold_markers=True reproduces the reading before issue 10.1 (ruamel's round-trip composer, with
+    U+0007 at each fold of a folded scalar); only the stamp migration (generator/migrate.py) uses it,
+    to recognise stamps computed on that reading.
+    """
     text = read_text(path, problems)
     if text is None:
         return None
     try:
-        root = YAML(typ="rt", pure=True).compose(text)
+        root = YAML(typ="rt" if fold_markers else "safe", pure=True).compose(text)
     except MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         what = " ".join(part for part in (exc.context, exc.problem) if part)
@@ -83,7 +96,7 @@ def load_yaml(path: Path, problems: ProblemCollector) -> YamlDoc | None:
     except YAMLError as exc:
         problems.add(path, f"YAML syntax: {exc}")
         return None
-    doc = YamlDoc(path, None)
+    doc = YamlDoc(path, None, fold_markers=fold_markers)
     if root is None:
         problems.add(path, "the file is empty; expected a mapping of keys", line=1, column=1)
         return None
@@ -100,6 +113,11 @@ def _convert(node: Node, keypath: KeyPath, doc: YamlDoc, problems: ProblemCollec
     if isinstance(node, ScalarNode):
         if node.style is None and node.value in NULL_WORDS:
             return None
+        bad = CONTROL.search(node.value)
+        if bad and not doc.fold_markers:
+            line, column = _mark(node)
+            problems.add(doc.path, f"control character U+{ord(bad.group()):04X} in a text value "
+                         "(an escape such as \\a or \\x1b in quotes); remove it", _dotted(keypath), line, column)
         return node.value
     if isinstance(node, SequenceNode):
         return [_convert(item, keypath + (i,), doc, problems) for i, item in enumerate(node.value)]

@@ -5,7 +5,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if ls .whl/*.whl >/dev/null 2>&1; then
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/coursepack-site .whl/*.whl
-  export PYTHONPATH="/tmp/coursepack-site${PYTHONPATH:+:$PYTHONPATH}"
+  SITE="$(mktemp -d "${TMPDIR:-/tmp}/coursepack-site.XXXXXX")"
+  trap 'rm -rf "$SITE"' EXIT
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target "$SITE" .whl/*.whl
+  export PYTHONPATH="$SITE${PYTHONPATH:+:$PYTHONPATH}"
 fi
 make packs PYTHON=python3 RUNNER="${RUNNER:-cuda}" ${JOBS:+JOBS="$JOBS"}

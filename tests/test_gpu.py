@@ -34,3 +34,16 @@ def test_nan_dropping_fills_fail_on_the_gpu(gpu_packs, fill, tmp_path):
     failed = {c["id"] for c in data["cases"] if c["status"] == "fail"}
     assert failed == {"special_f32", "special_f16", "special_bf16"}
     assert {c["reason"] for c in data["cases"] if c["status"] == "fail"} == {"nan_dropped"}
+
+
+def test_a_kernel_that_faults_fails_only_its_own_cases(gpu_packs, tmp_path):
+    """A read far outside the tensor leaves the process's CUDA context broken; each later case must
+    still be judged on its own, in a fresh process, with the cause in the student's words."""
+    pack = gpu_packs["lesson03_relu-en-exercise"]
+    path = filled(pack, "tl.maximum(xv, 0.0, propagate_nan=tl.PropagateNan.ALL)", tmp_path)
+    path.write_text(path.read_text().replace("xv = tl.load(x + offsets, mask=mask)",
+                                             "xv = tl.load(x + offsets * 1000003 * 1000, mask=mask)", 1))
+    data = check_json(pack, str(path))
+    by_id = {c["id"]: c["status"] for c in data["cases"]}
+    assert by_id["empty"] == "pass" and by_id["tail_1"] == "pass"   # offset 0 only: nothing out of bounds
+    assert {s for i, s in by_id.items() if i not in ("empty", "tail_1")} == {"fault"}, by_id

@@ -123,9 +123,10 @@ def test_third_language_end_to_end_without_code_changes(content_copy, capsys):
     # Translate (here: copy from English) what a release requires, and a few prose units.
     import ruamel.yaml
     yaml = ruamel.yaml.YAML(typ="rt")
-    for rel_en, rel_fr, keys in (
-            ("content/locales/en.yaml", "content/locales/fr.yaml", None),
-            (EN, "content/lessons/lesson03_relu/text.fr.yaml", ["questions", "hints", "solution_note", "checker", "goal"])):
+    lessons = [("content/lessons/{0}/text.en.yaml".format(l), "content/lessons/{0}/text.fr.yaml".format(l),
+                ["questions", "hints", "solution_note", "checker", "goal"])
+               for l in ("lesson02_vector_add", "lesson03_relu", "lesson04_add_bias")]
+    for rel_en, rel_fr, keys in [("content/locales/en.yaml", "content/locales/fr.yaml", None), *lessons]:
         en, fr = yaml.load((root / rel_en).read_text()), yaml.load((root / rel_fr).read_text())
         for key in (keys or [k for k in en if k != "source_hashes"]):
             fr[key] = en[key]
@@ -146,3 +147,72 @@ def test_third_language_end_to_end_without_code_changes(content_copy, capsys):
 
 def test_word_diff_marks_changes():
     assert word_diff("a quick fox", "a slow fox") == "a [-quick-]{+slow+} fox"
+
+
+# ---- issue 10.1: stamps computed on the fold-marker reading ---------------------------------------
+
+MIGRATION_SOURCE = """\
+goal: >-
+  fold
+  here
+kept: >-
+  old
+  text
+plain: one line
+code: |
+  a
+  b
+"""
+
+
+def test_migrate_restamps_only_units_stamped_on_the_old_reading_of_the_same_text(tmp_path):
+    from generator.i18n import unit_hash
+    from generator.translate import migrate_file
+    content = tmp_path / "content"
+    content.mkdir()
+    source, translation = content / "src.yaml", content / "tr.yaml"
+    source.write_text(MIGRATION_SOURCE.replace("old\n  text", "new\n  text"), encoding="utf-8")
+    stamps = {"goal": unit_hash("fold\a here"),     # the old reading of the current source: migrate
+              "kept": unit_hash("old\a text"),      # the old reading of an older source: stays stale
+              "plain": unit_hash("one line"),       # not folded, already right
+              "code": unit_hash("a\nb\n")}
+    translation.write_text("# translator's note\ngoal: >-\n  Fold\n  here\nkept: Old text\nplain: One line\n"
+                           "code: |\n  a\n  b\nsource_hashes:\n"
+                           + "".join(f"  {u}: {h}\n" for u, h in stamps.items()), encoding="utf-8")
+    before = translation.read_text(encoding="utf-8")
+    assert migrate_file(content, source, translation) == ["goal"]
+    after = translation.read_text(encoding="utf-8")
+    assert f"  goal: {unit_hash('fold here')}\n" in after
+    changed = [line for line in after.splitlines() if line not in before.splitlines()]
+    assert changed == [f"  goal: {unit_hash('fold here')}"]        # comments, folds and the rest kept
+    assert (content / ".i18n" / "snapshots" / f"{unit_hash('fold here')}.txt").read_text(encoding="utf-8") == "fold here"
+    assert migrate_file(content, source, translation) == []          # a second run finds nothing
+    assert translation.read_text(encoding="utf-8") == after
+
+
+def test_migrate_stamps_command_turns_old_reading_stamps_ok(content_copy, capsys):
+    """A translation branch stamped before the fix: status says why, migrate-stamps makes it clean."""
+    from ruamel.yaml import YAML
+    from generator.i18n import unit_hash
+    root = YAML(typ="rt", pure=True).compose((content_copy / ZH).read_text(encoding="utf-8"))
+    old_goal = next(v.value for k, v in root.value if k.value == "goal")    # how it was read before 10.1
+    assert "\a" in old_goal
+    path = content_copy / EN
+    text = path.read_text(encoding="utf-8")
+    new_stamp = unit_hash(old_goal.replace("\a", ""))
+    assert f"  goal: {new_stamp}\n" in text
+    path.write_text(text.replace(f"  goal: {new_stamp}\n", f"  goal: {unit_hash(old_goal)}\n"), encoding="utf-8")
+    assert cli(content_copy, "status", "en") == 1
+    assert "stale    goal: stamped on the old reading of folded text; run `coursepack i18n migrate-stamps`" \
+        in capsys.readouterr().out
+    assert cli(content_copy, "migrate-stamps") == 0
+    assert capsys.readouterr().out.strip() == f"re-stamped {EN}: goal"
+    assert cli(content_copy, "status", "en") == 0
+    assert path.read_text(encoding="utf-8") == text
+
+
+def test_old_snapshots_diff_without_fold_markers(tmp_path):
+    from generator.i18n import load_snapshot, snapshot_dir
+    snapshot_dir(tmp_path).mkdir(parents=True)
+    (snapshot_dir(tmp_path) / "abc.txt").write_text("one\a two\a\nthree", encoding="utf-8")
+    assert load_snapshot(tmp_path, "abc") == "one two\nthree"

@@ -27,7 +27,7 @@ def problems(root: Path) -> list[str]:
 
 def test_real_content_loads():
     content = load_content(Path(__file__).parent.parent / "content")
-    assert [lesson.spec.id for lesson in content.published] == ["lesson03_relu"]
+    assert [lesson.spec.id for lesson in content.published] == ["lesson02_vector_add", "lesson03_relu", "lesson04_add_bias"]
     assert set(content.published[0].texts) == {"zh-CN", "en"}
 
 
@@ -46,11 +46,11 @@ def test_unknown_key_is_located(content_copy):
 def test_all_errors_of_all_files_come_together(content_copy):
     edit(content_copy, EN, "goal: >-", "goal:\n  nested: map\ngoal2: >-")
     edit(content_copy, ZH, "recap: >-", "recap: [a, b]\nrecap_: >-")
-    edit(content_copy, SPEC, "size: 256}", "size: big}")
+    edit(content_copy, SPEC, "dims: {N: 256}}", "dims: {N: big}}")
     found = problems(content_copy)
     assert any(p.startswith(f"{EN}:") and "goal: expected text" in p for p in found)
     assert any(p.startswith(f"{ZH}:") and "recap: expected text" in p for p in found)
-    assert any(p.startswith(f"{SPEC}:") and "checks.cases.1.size: expected a whole number (got 'big')" in p
+    assert any(p.startswith(f"{SPEC}:") and "checks.cases.1.dims.N: expected a whole number (got 'big')" in p
                for p in found)
     for p in found:
         path, line, column = p.split(":")[:3]

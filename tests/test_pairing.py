@@ -10,7 +10,8 @@ from tests.conftest import REPO
 
 
 def render(root):
-    options = BuildOptions(content=root / "content", templates=root / "templates", locales=("en",))
+    templates = root / "templates" if (root / "templates").is_dir() else root / "generator" / "templates"
+    options = BuildOptions(content=root / "content", templates=templates, locales=("en",))
     return render_all(load_content(options.content), options)
 
 

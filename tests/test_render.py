@@ -48,14 +48,16 @@ def test_notebook_is_valid_and_tagged(rendered, edition):
     tags = [c.metadata.get("tags", [""])[0] for c in nb.cells if c.cell_type == "code"]
     assert tags == ["setup", "exercise", "check"]
     exercise_cell = next(c for c in nb.cells if "exercise" in c.metadata.get("tags", []))
-    assert exercise_cell.source + "\n" == pack.files["relu.py"].decode()
+    kernel = pack.files["relu.py"].decode()
+    assert exercise_cell.source + "\n" == kernel[:kernel.index("\n\nif __name__")].rstrip() + "\n"
+    assert "__main__" not in exercise_cell.source   # a notebook runs cells as __main__: no demo there
 
 
 def test_navigation_names_planned_lessons(rendered):
     _, groups = rendered
     md = groups[("lesson03_relu", "en")]["exercise"][1].files["lesson.md"].decode()
-    assert "**Previous:** Lesson 2: Load/store and vector addition (not published yet)" in md
-    assert "**Next:** Lesson 4: 2-D grids, strides and a broadcast bias (not published yet)" in md
+    assert "**Previous:** Lesson 2: Load/store and vector addition (separate pack: lesson02_vector_add-en-exercise.zip)" in md
+    assert "**Next:** Lesson 4: 2-D grids, strides and a broadcast bias (separate pack: lesson04_add_bias-en-exercise.zip)" in md
 
 
 def test_exercise_checker_holds_three_hints_answer_four(rendered):

@@ -1,5 +1,8 @@
 from pathlib import Path
 
+import pytest
+from ruamel.yaml import YAML
+
 from generator.errors import ProblemCollector
 from generator.yamlio import load_yaml
 
@@ -49,3 +52,53 @@ def test_empty_and_huge_files(tmp_path):
 def test_null_words_become_none(tmp_path):
     doc, _ = load(tmp_path, "a:\nb: ~\nc: 'null'\n")
     assert doc.data == {"a": None, "b": None, "c": "null"}
+
+
+# ---- scalar values are what YAML 1.2 says they are (issue 10.1: no fold markers) -----------------
+
+SPEC_8_10 = ("a: >\n\n  folded\n  line\n\n  next\n  line\n    * bullet\n\n    * list\n    * lines\n\n"
+             "  last\n  line\n\n# Comment\n")
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("a: >-\n  one\n  two\n  three\n", "one two three"),
+    ("a: >\n  one\n  two\n", "one two\n"),
+    ("a: >+\n  one\n  two\n\n\nb: x\n", "one two\n\n\n"),
+    ("a: >-\n  one\n\n  two\n\n\n  three\n", "one\ntwo\n\nthree"),
+    ("a: >\n  one\n    more indented\n  two\n  three\n", "one\n  more indented\ntwo three\n"),
+    ("a: >-\n  one\n  \ttab-led\n  two\n", "one\n\ttab-led\ntwo"),
+    (SPEC_8_10, "\nfolded line\nnext line\n  * bullet\n\n  * list\n  * lines\n\nlast line\n"),
+    ("a: >2-\n    lead\n  one\n  two\n", "  lead\none two"),
+    ("a:\n  - >-\n    item\n    one\n  - >-\n    item two\n", None),
+    ("a: >-\n  学完本课后，\n  你应该能\n", "学完本课后， 你应该能"),
+    ("a: >-\r\n  one\r\n  two\r\n", "one two"),
+    ("a: |\n  one\n  two\n", "one\ntwo\n"),
+    ("a: |-\n  one\n    two\n", "one\n  two"),
+    ("a: |+\n  one\n\nb: x\n", "one\n\n"),
+    ("a: one\n  two\n\n  three\n", "one two\nthree"),
+    ("a: 'one\n  two\n\n  three'\n", "one two\nthree"),
+    ('a: "one\n  two\\\n  three"\n', "one twothree"),
+])
+def test_scalar_values_match_yaml_1_2(tmp_path, text, expected):
+    """Every kind of scalar reads as a YAML 1.2 safe loader reads it; ruamel's round-trip composer
+    used to leave a U+0007 fold marker at each fold of a folded (`>`) scalar."""
+    doc, problems = load(tmp_path, text)
+    assert problems == []
+    reference = YAML(typ="safe", pure=True).load(text)
+    assert doc.data["a"] == reference["a"]
+    if expected is not None:
+        assert doc.data["a"] == expected
+    assert "\a" not in repr(doc.data)
+
+
+def test_positions_of_folded_values_are_kept(tmp_path):
+    doc, _ = load(tmp_path, "x: 1\ngoal: >-\n  one\n  two\nnext: y\n")
+    assert doc.position(("goal",)) == (2, 7)
+    assert doc.position(("next",)) == (5, 7)
+
+
+@pytest.mark.parametrize("escape", ["\\a", "\\x1b", "\\r", "\\x7f", "\\x85", "\\0"])
+def test_control_characters_from_escapes_are_located(tmp_path, escape):
+    _, problems = load(tmp_path, f'ok: "tab\\tand\\nnewline"\nbad:\n  - "x{escape}y"\n')
+    assert len(problems) == 1
+    assert problems[0].startswith("x.yaml:3:5: bad.0: control character U+")

@@ -4,7 +4,10 @@ import triton.language as tl
 
 
 # ReLU kernel: each program handles BLOCK consecutive elements.
-# n is an ordinary argument, not a tl.constexpr, so inputs of new lengths do not recompile.
+# n is an ordinary argument, not a tl.constexpr, so most new lengths reuse a compiled kernel.
+# Triton still specializes integer arguments by class (equal to 1, divisible by 16, any other
+# value; 64-bit when too large for 32 bits) and compiles one variant the first time it meets
+# each class; a new BLOCK or dtype compiles too.
 @triton.jit
 def relu_kernel(x, out, n, BLOCK: tl.constexpr):
     # The indices this program owns: one block of BLOCK elements.

@@ -91,13 +91,14 @@ def recompiles(kernel, device):
     """Kernel variants compiled for new lengths: n is an ordinary argument, yet Triton specializes
     integers that equal 1 or are divisible by 16."""
     lengths = (1, 5, 16, 17, 32, 1000, 1003, 4096, 100003)
-    compiled = kernel.relu_kernel.device_caches
-    before = sum(len(c[0]) for c in compiled.values()) if hasattr(kernel.relu_kernel, "device_caches") else None
+    jit = kernel.relu_kernel
+    if not hasattr(jit, "device_caches"):   # the interpreter compiles nothing
+        return {}
+    count = lambda: sum(len(cache[0]) for cache in jit.device_caches.values())
+    before = count()
     for n in lengths:
         kernel.relu(torch.randn(n, device=device), BLOCK=256)
-    if before is None:
-        return {}
-    after = sum(len(c[0]) for c in kernel.relu_kernel.device_caches.values())
+    after = count()
     return {"lengths_tried": str(len(lengths)), "variants_compiled": str(after - before)}
 
 

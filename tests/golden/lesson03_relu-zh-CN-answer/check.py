@@ -33,10 +33,10 @@ from pathlib import Path
 LESSON = json.loads(r"""{
  "bench": "bench.py",
  "bench_tables": {
-  "blocks": "ReLU（relu.py）在不同 BLOCK 下",
-  "fusion": "融合：加偏置 + ReLU（4096 维偏置按行广播），以及图 3-2 的加偏置 -> ReLU -> dropout（p = 0.1）"
+  "blocks": "ReLU：relu.py 在 BLOCK = 256、1024、4096 下，与 torch.relu 和设备内拷贝对比",
+  "fusion": "融合（4096 维偏置按行广播）：设备内拷贝；加偏置 + ReLU 的 eager PyTorch、torch.compile 与单个 Triton 内核（fused.py bias_relu）；图 3-2 的加偏置 -> ReLU -> dropout（p = 0.1），用 tl.rand4x 的融合内核与 eager PyTorch"
  },
- "blank_line": 16,
+ "blank_line": 18,
  "case_names": {
   "block_1": "长度 256（正好一个块）",
   "block_4": "长度 1024（四个整块）",
@@ -286,6 +286,7 @@ LESSON = json.loads(r"""{
   "no_cell_source": "找不到定义该函数的单元格源码",
   "no_exercise_cell": "{file} 中没有标记为 exercise 的单元格",
   "no_such_file": "找不到文件：{file}",
+  "no_triton": "无法导入 Triton（{platform}）。Triton 只为 Linux 和 Windows 提供安装包；该怎么做，请看 README.md 中“{section}”一节。",
   "not_tensor": "函数返回了 {got}，而不是张量",
   "notebook_cell": "本笔记本的代码单元格",
   "notebook_failed": "自检未通过，请查看上面的输出",
@@ -322,7 +323,7 @@ LESSON = json.loads(r"""{
   "wrote_past_end_detail": "有一次写入落在 {n} 个元素的输出之外的第 {index} 个位置（越界写）"
  },
  "module": "relu.py",
- "platform_section": "你的电脑",
+ "platform_section": "先看你的机器",
  "poison": -1024.0,
  "questions": [
   "q1",
@@ -354,7 +355,9 @@ LESSON = json.loads(r"""{
   "",
   "",
   "# ReLU 内核：每个 program 处理 BLOCK 个连续元素。",
-  "# n 是普通参数而不是 tl.constexpr，这样不同长度的输入不会各自重新编译。",
+  "# n 是普通参数而不是 tl.constexpr，所以大多数新长度直接复用已编译的内核。",
+  "# 但 Triton 会按整数参数的取值分类特化（等于 1、能被 16 整除、其他值；超出 32 位的另算），",
+  "# 每一类第一次出现时编译一个新变体；换 BLOCK 或 dtype 也会重新编译。",
   "@triton.jit",
   "def relu_kernel(x, out, n, BLOCK: tl.constexpr):",
   "    # 本 program 负责的元素下标：一个长度为 BLOCK 的块。",
@@ -476,9 +479,16 @@ def blank_lines(text):
     return sorted({tok.start[0] for tok in tokens if tok.type == tokenize.NAME and tok.string == BLANK})
 
 
-def review_edits(text):
+def without_main_block(lines):
+    """The notebook's exercise cell is the kernel file without its `if __name__ == "__main__":` demo."""
+    start = next((i for i, line in enumerate(lines) if line.startswith("if __name__ == ")), len(lines))
+    return lines[:start]
+
+
+def review_edits(text, notebook=False):
     """Line numbers changed outside the blank, and the student's fill if the blank line matches."""
-    template = code_lines("\n".join(LESSON["template"]) + "\n")
+    lines = without_main_block(LESSON["template"]) if notebook else LESSON["template"]
+    template = code_lines("\n".join(lines) + "\n")
     mine = code_lines(text)
     if mine is None or template is None:
         return [], None
@@ -623,9 +633,8 @@ class PoisonedOutputs:
         for buffer, span in self.buffers:
             if not out.numel() or out.untyped_storage().data_ptr() != buffer.untyped_storage().data_ptr():
                 continue
-            host = buffer.detach().double().cpu()
-            after = host[GUARD + span:] != self.poison
-            before = host[:GUARD] != self.poison
+            before = buffer[:GUARD].detach().double().cpu() != self.poison   # the guards only: the
+            after = buffer[GUARD + span:].detach().double().cpu() != self.poison   # output may be large
             if bool(after.any()):
                 return span + int(after.nonzero()[0])
             if bool(before.any()):
@@ -722,11 +731,11 @@ def skip_reason(case, use_gpu):
 
 def is_gpu_fault(torch, exc, device):
     """True when the process's GPU context is broken: a CUDA error is sticky for its process."""
-    if device != "cuda":
-        return False
     text = f"{type(exc).__name__}: {exc}"
     if type(exc).__name__ == "AcceleratorError" or any(word in text for word in GPU_FAULT_WORDS):
         return True
+    if device != "cuda":
+        return False
     try:
         torch.cuda.synchronize()
     except Exception:
@@ -769,14 +778,18 @@ def worker(send, path, case_ids, force_interpreter):
     """Run case_ids on the kernel file at path; send(dict) reports each event. Returns when done,
     or right after a GPU fault (the process must not be used again)."""
     global REFERENCE
+    started = time.monotonic()
     os.dup2(2, 1)   # the student's prints go to stderr; results travel through send()
     import torch
+    if os.environ.get("COURSEPACK_CHILD_THREADS"):   # many children at once: no thread pool per child
+        torch.set_num_threads(int(os.environ["COURSEPACK_CHILD_THREADS"]))
     use_gpu = not force_interpreter and torch.cuda.is_available()
     if not use_gpu:
         os.environ["TRITON_INTERPRET"] = "1"   # read when @triton.jit decorates the student's kernel
     import triton
-    send({"hello": environment(torch, triton, use_gpu)})
+    send({"hello": environment(torch, triton, use_gpu), "startup_s": round(time.monotonic() - started, 3)})
     REFERENCE = reference_namespace()
+    loading = time.monotonic()
     try:
         module = import_student(path)
         fn = getattr(module, LESSON["entry"])
@@ -787,6 +800,7 @@ def worker(send, path, case_ids, force_interpreter):
         send({"load_error": {"kind": "import", "line": student_line(exc, path),
                              "text": f"{type(exc).__name__}: {exc}"}})
         return
+    send({"loaded_s": round(time.monotonic() - loading, 3)})
     device = "cuda" if use_gpu else "cpu"
     cases = {case["id"]: case for case in LESSON["cases"]}
     for case_id in case_ids:
@@ -796,6 +810,7 @@ def worker(send, path, case_ids, force_interpreter):
         if skip:
             send({"case": case_id, "status": "skip", "reason": skip})
             continue
+        case_started = time.monotonic()
         try:
             result = run_case(torch, fn, case, device, REFERENCE)
         except BaseException as exc:
@@ -805,7 +820,7 @@ def worker(send, path, case_ids, force_interpreter):
             if is_gpu_fault(torch, exc, device):
                 send({"case": case_id, "status": "fault", "text": result["text"], "line": result["line"]})
                 return
-        send({"case": case_id, **result})
+        send({"case": case_id, "seconds": round(time.monotonic() - case_started, 3), **result})
     send({"done": True})
 
 
@@ -822,6 +837,8 @@ def _fork_context():
 
 
 def _child_main(conn, stderr_path, path, case_ids, force_interpreter):
+    import faulthandler
+    faulthandler.disable()   # a parent's fault handler (pytest, Jupyter) would print the child's crash
     with open(stderr_path, "w", encoding="utf-8", errors="replace") as err:
         os.dup2(err.fileno(), 2)
         os.setpgrp() if hasattr(os, "setpgrp") else None
@@ -841,6 +858,10 @@ class Supervisor:
         self.path, self.timeout, self.force_interpreter = str(path), timeout, force_interpreter
         self.context = context or _fork_context()
         self.env, self.load_error, self.results = None, None, {}
+        self.timing = {"children": 0, "startup_s": 0.0, "loaded_s": 0.0}
+        if self.context.get_start_method() == "fork":
+            import torch  # noqa: F401  imported once here: every forked child (a restart too) shares it
+            import triton  # noqa: F401
 
     def run(self, case_ids):
         pending = list(case_ids)
@@ -889,6 +910,10 @@ class Supervisor:
     def _handle(self, message, current, deadline):
         if "hello" in message:
             self.env = message["hello"]
+            self.timing["children"] += 1
+            self.timing["startup_s"] += message.get("startup_s", 0.0)
+        elif "loaded_s" in message:
+            self.timing["loaded_s"] += message["loaded_s"]
         elif "load_error" in message:
             self.load_error = message["load_error"]
         elif "start" in message:
@@ -1123,11 +1148,14 @@ def write_submission(path, target, env, lines, status, results):
 # ---------------------------------------------------------------------------------------------
 
 SMOKE = False
+WARMUP_ONLY = False   # compile everything, time nothing (verification runs this while the GPU is busy)
 
 
 def time_ms(fn, warmup_ms=25, rep_ms=100):
     """Median milliseconds of fn() after one untimed call (the JIT compile) and a warm-up."""
     fn()
+    if WARMUP_ONLY:
+        return 1.0
     if SMOKE:
         start = time.perf_counter()
         fn()
@@ -1157,14 +1185,15 @@ def print_tables(result):
 
 def bench_main(measure, default_log2=28, argv=None):
     """The command line of a lesson's bench.py: measure(kernel_module, n, smoke) -> dict of tables."""
-    global SMOKE
+    global SMOKE, WARMUP_ONLY
     parser = argparse.ArgumentParser(prog="bench.py")
     parser.add_argument("--kernel", help=msg("help_kernel"))
     parser.add_argument("--json", metavar="FILE", help=msg("help_json"))
     parser.add_argument("--log2", type=int, default=default_log2, help=msg("help_log2"))
     parser.add_argument("--smoke", action="store_true", help=msg("help_smoke"))
+    parser.add_argument("--warmup-only", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
-    SMOKE = args.smoke
+    SMOKE, WARMUP_ONLY = args.smoke, args.warmup_only
     if SMOKE:
         os.environ["TRITON_INTERPRET"] = "1"
     import torch
@@ -1178,7 +1207,11 @@ def bench_main(measure, default_log2=28, argv=None):
         free, _ = torch.cuda.mem_get_info()
         while n * 4 * 6 > free * 0.7 and n > 1 << 20:
             n //= 2
+    started = time.monotonic()
     result = measure(kernel, n, SMOKE)
+    if WARMUP_ONLY:
+        return EXIT_PASS
+    result["seconds"] = round(time.monotonic() - started, 2)
     result.update(device="CPU (Triton interpreter, smoke run)" if SMOKE else torch.cuda.get_device_name(0),
                   torch=torch.__version__, triton=triton.__version__, n=n)
     print_tables(result)
@@ -1217,26 +1250,28 @@ def show_hint(level):
     return EXIT_PASS
 
 
-def evaluate(target, timeout, force_interpreter, context=None):
-    """Everything check.py knows about a target: (env, results, edits, fill, load_error, blank)."""
-    edits, fill = review_edits(target.text)
+def evaluate(target, timeout, force_interpreter, context=None, notebook=False):
+    """Everything check.py knows about a target: (env, results, edits, fill, load_error, blank, timing)."""
+    edits, fill = review_edits(target.text, notebook or target.cell is not None)
     blank = blank_lines(target.text)
-    env, results, load_error = None, {}, None
+    env, results, load_error, timing = None, {}, None, {}
     if not blank:
         supervisor = Supervisor(target.path, timeout, force_interpreter, context)
         results = supervisor.run([c["id"] for c in LESSON["cases"]])
         env, load_error = supervisor.env, supervisor.load_error
-    return env, results, edits, fill, load_error, blank
+        timing = supervisor.timing
+    return env, results, edits, fill, load_error, blank, timing
 
 
-def check(args, out=print, display=None, context=None):
+def check(args, out=print, display=None, context=None, notebook=False):
     missing = missing_packages()
     if missing:
         out(platform_message(missing))
         return EXIT_UNRUNNABLE
     with tempfile.TemporaryDirectory(prefix="coursepack-check-") as workdir:
         target = load_target(args.path, workdir, display)
-        env, results, edits, fill, load_error, blank = evaluate(target, args.timeout, args.interpreter, context)
+        env, results, edits, fill, load_error, blank, _ = evaluate(target, args.timeout, args.interpreter,
+                                                                   context, notebook)
         lines, status = render_report(target, env, results, edits, load_error, blank)
         if args.json:
             out(json.dumps(json_result(target, env, results, edits, fill, load_error, status),
@@ -1269,6 +1304,8 @@ def run_batch(spec_path):
     """Verification: the cases of many kernel files, a child process per file (several at once),
     torch imported once in this process and shared by forking. Writes one JSON result file."""
     spec = json.loads(Path(spec_path).read_text(encoding="utf-8"))
+    jobs = max(1, int(spec.get("jobs", 1)))
+    os.environ["COURSEPACK_CHILD_THREADS"] = str(max(1, (os.cpu_count() or 1) // jobs))
     if not missing_packages():
         import torch  # noqa: F401  imported once here; forked children share it
         import triton  # noqa: F401
@@ -1277,15 +1314,18 @@ def run_batch(spec_path):
     from concurrent.futures import ThreadPoolExecutor
 
     def one(unit):
+        started = time.monotonic()
         target = Target(Path(unit["path"]), unit["path"], Path(unit["path"]).read_text(encoding="utf-8"))
-        env, cases, edits, fill, load_error, blank = evaluate(target, spec.get("timeout", LESSON["timeout_s"]),
-                                                            spec.get("interpreter", False))
+        env, cases, edits, fill, load_error, blank, timing = evaluate(
+            target, spec.get("timeout", LESSON["timeout_s"]), spec.get("interpreter", False))
         lines, status = render_report(target, env, cases, edits, load_error, blank)
         data = json_result(target, env, cases, edits, fill, load_error, status)
         data["text"] = "\n".join(lines)
+        data["seconds"] = round(time.monotonic() - started, 2)
+        data["timing"] = timing
         return unit["id"], data
 
-    with ThreadPoolExecutor(max_workers=max(1, int(spec.get("jobs", 1)))) as pool:
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
         for unit_id, data in pool.map(one, units):
             results[unit_id] = data
     Path(spec["out"]).write_text(json.dumps(results, ensure_ascii=False, indent=1), encoding="utf-8")
@@ -1305,15 +1345,17 @@ def check_notebook(entry_function):
     text = "".join(linecache.getlines(source_file)) if source_file else ""
     if not text:
         raise CheckFailed(msg("no_cell_source"))
+    # A process that started CUDA must not be forked: its children could not use the GPU. The setup
+    # cell asks whether a GPU exists through NVML, which starts nothing; a cell that ran a kernel did.
     torch = sys.modules.get("torch")
-    gpu_touched = torch is not None and torch.cuda.is_available()
-    # A kernel process that touched the GPU must not be forked; spawn starts clean children.
-    context = multiprocessing.get_context("spawn") if gpu_touched else None
+    started_cuda = torch is not None and torch.cuda.is_available() and (
+        torch.cuda.is_initialized() or os.environ.get("PYTORCH_NVML_BASED_CUDA_CHECK") != "1")
+    context = multiprocessing.get_context("spawn") if started_cuda else None
     with tempfile.TemporaryDirectory(prefix="coursepack-cell-") as workdir:
         path = Path(workdir) / LESSON["module"]
         path.write_text(text, encoding="utf-8")
         args = parse_args([str(path)])
-        code = check(args, display=msg("notebook_cell"), context=context)
+        code = check(args, display=msg("notebook_cell"), context=context, notebook=True)
     if code != EXIT_PASS:
         raise CheckFailed(msg("notebook_failed"))
 

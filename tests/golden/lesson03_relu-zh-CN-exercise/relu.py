@@ -4,7 +4,9 @@ import triton.language as tl
 
 
 # ReLU 内核：每个 program 处理 BLOCK 个连续元素。
-# n 是普通参数而不是 tl.constexpr，这样不同长度的输入不会各自重新编译。
+# n 是普通参数而不是 tl.constexpr，所以大多数新长度直接复用已编译的内核。
+# 但 Triton 会按整数参数的取值分类特化（等于 1、能被 16 整除、其他值；超出 32 位的另算），
+# 每一类第一次出现时编译一个新变体；换 BLOCK 或 dtype 也会重新编译。
 @triton.jit
 def relu_kernel(x, out, n, BLOCK: tl.constexpr):
     # 本 program 负责的元素下标：一个长度为 BLOCK 的块。

@@ -1,0 +1,243 @@
+"""Where verification runs: this machine's GPU, the Triton interpreter on this machine's CPU, or a
+command template (ssh, srun, docker). A runner runs tasks: a folder and a command each; one task
+verifies one lesson (see generator/checker/verify_job.py, which is what the command runs).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from generator.errors import CoursepackError
+
+PROBE_SCRIPT = ("import json, sys, torch, triton; g = torch.cuda.is_available();"
+                "print(json.dumps({'torch': torch.__version__, 'triton': triton.__version__,"
+                "'python': sys.version.split()[0], 'cuda': g,"
+                "'device': torch.cuda.get_device_name(0) if g else 'CPU'}))")
+
+
+@dataclass(frozen=True)
+class Task:
+    name: str            # the lesson id
+    folder: Path         # the working directory
+    argv: list[str]      # "{python}" stands for the runner's Python
+    timeout_s: float
+
+
+@dataclass
+class TaskResult:
+    name: str
+    state: str           # COMPLETED, FAILED, TIMEOUT (Slurm adds its own states)
+    returncode: int | None
+    stdout: str
+    stderr: str
+    seconds: float
+    job_id: str = ""
+    attempts: int = 1
+    detail: str = ""
+
+
+class RunnerError(CoursepackError):
+    pass
+
+
+@dataclass
+class RunResult:
+    returncode: int
+    stdout: str
+    stderr: str
+    seconds: float
+    timed_out: bool = False
+
+
+@dataclass
+class Runner:
+    """Where packs are run. kind: cuda, interpreter or command."""
+
+    kind: str
+    python: str = sys.executable
+    template: str = ""
+    timeout: float = 600.0
+    cache_dir: Path | None = None   # Triton's compile cache for local runs
+
+    @property
+    def label(self) -> str:
+        return {"cuda": "local CUDA GPU", "interpreter": "Triton interpreter on the CPU",
+                "command": f"command runner ({self.template.split()[0] if self.template else '?'})"}[self.kind]
+
+    def identity(self) -> str:
+        return json.dumps([self.kind, self.python, self.template])
+
+    def run_tasks(self, tasks: list[Task], progress: Callable[[str], None] = lambda _: None,
+                  parallel: int = 1) -> list[TaskResult]:
+        """Each task's command in its folder; up to `parallel` at once."""
+        def one(task: Task) -> TaskResult:
+            args = [self.python if a == "{python}" else a for a in task.argv]
+            result = self.run(args[1:] if args[0] == self.python else args, task.folder, task.timeout_s)
+            state = "TIMEOUT" if result.timed_out else ("COMPLETED" if result.returncode == 0 else "FAILED")
+            detail = f"timed out after {task.timeout_s:.0f} s" if result.timed_out else (
+                "" if result.returncode == 0 else f"exit status {result.returncode}: {result.stderr.strip()[-600:]}")
+            return TaskResult(task.name, state, result.returncode, result.stdout, result.stderr, result.seconds,
+                              detail=detail)
+        with ThreadPoolExecutor(max_workers=max(1, parallel)) as pool:
+            return list(pool.map(one, tasks))
+
+    def run(self, args: list[str], cwd: Path, timeout: float | None = None) -> RunResult:
+        command = [self.python, *args]
+        env = dict(os.environ, PYTHONUNBUFFERED="1", PYTHONDONTWRITEBYTECODE="1")
+        if self.cache_dir is not None:
+            env["TRITON_CACHE_DIR"] = str(self.cache_dir)
+        if self.kind == "interpreter":
+            env["TRITON_INTERPRET"] = "1"
+            env["CUDA_VISIBLE_DEVICES"] = ""
+        shell = False
+        if self.kind == "command":
+            command = expand_template(self.template, cwd, command)
+            shell = True
+        start = time.monotonic()
+        try:
+            done = subprocess.run(command, cwd=cwd, env=env, shell=shell, capture_output=True,
+                                  text=True, timeout=timeout or self.timeout, stdin=subprocess.DEVNULL)
+        except subprocess.TimeoutExpired as exc:
+            return RunResult(124, _text(exc.stdout), _text(exc.stderr), time.monotonic() - start, True)
+        except OSError as exc:
+            raise RunnerError(f"cannot start the {self.kind} runner ({command!r}): {exc}") from exc
+        return RunResult(done.returncode, done.stdout, done.stderr, time.monotonic() - start)
+
+    def probe(self, cwd: Path, cache: Path | None = None) -> dict:
+        """Versions and device of the runner; cached locally while torch and triton are unchanged."""
+        stamp = self._install_stamp() if cache is not None and self.kind != "command" else None
+        if stamp is not None:
+            try:
+                saved = json.loads(cache.read_text(encoding="utf-8"))
+                if saved.get("stamp") == stamp:
+                    return saved["info"]
+            except (OSError, ValueError):
+                pass
+        info = self._probe(cwd)
+        if stamp is not None:
+            cache.parent.mkdir(parents=True, exist_ok=True)
+            cache.write_text(json.dumps({"stamp": stamp, "info": info}), encoding="utf-8")
+        return info
+
+    def _install_stamp(self) -> str | None:
+        """Where torch and triton are installed and when they changed, without importing them."""
+        script = ("import importlib.util as u, os, sys; s = [u.find_spec(m) for m in ('torch', 'triton')];"
+                  "print(repr([sys.executable] + [(x.origin, os.path.getmtime(x.origin)) for x in s if x]))")
+        try:
+            done = subprocess.run([self.python, "-c", script], capture_output=True, text=True, timeout=60)
+        except (OSError, subprocess.TimeoutExpired):
+            return None
+        devices = sorted(p.name for p in Path("/dev").glob("nvidia*")) if Path("/dev").exists() else []
+        visible = os.environ.get("CUDA_VISIBLE_DEVICES", "<unset>")
+        return json.dumps([self.kind, done.stdout.strip(), devices, visible]) if done.returncode == 0 else None
+
+    def _probe(self, cwd: Path) -> dict:
+        result = self.run(["-c", PROBE_SCRIPT], cwd, timeout=300)
+        if result.returncode != 0:
+            raise RunnerError(f"the {self.kind} runner cannot import torch and triton with {self.python}:\n"
+                              + result.stderr.strip()[-800:])
+        info = json.loads(result.stdout.strip().splitlines()[-1])
+        if self.kind == "interpreter":
+            info["device"] = "CPU (Triton interpreter)"
+        return info
+
+    def check_usable(self, info: dict) -> None:
+        if self.kind == "cuda" and not info["cuda"]:
+            raise RunnerError("runner 'cuda' was chosen but torch sees no CUDA GPU (use --runner interpreter)")
+
+
+def expand_template(template: str, cwd: Path, command: list[str]) -> str:
+    """{cwd}: the folder; {cmd}: the command, for a local shell (srun, docker);
+    {shell_cmd}: 'cd FOLDER && COMMAND' as one quoted word, for a remote shell (ssh HOST {shell_cmd})."""
+    folder = shlex.quote(str(cwd))
+    return template.format(cwd=folder, cmd=shlex.join(command),
+                           shell_cmd=shlex.quote(f"cd {folder} && {shlex.join(command)}"))
+
+
+def _text(value) -> str:
+    if value is None:
+        return ""
+    return value.decode("utf-8", "replace") if isinstance(value, bytes) else value
+
+
+class SlurmVerifier:
+    """Verification through a Slurm cluster: every task of a build is one element of one job array
+    (generator/slurm.py follows the job states). The nodes' versions and device come from a probe
+    task, kept for an hour: a probe each build would submit a job even when nothing else runs."""
+
+    kind = "slurm"
+    PROBE_TTL_S = 3600
+
+    def __init__(self, settings, progress: Callable[[str], None] = lambda _: None):
+        from generator.slurm import SlurmRunner
+        self.settings = settings
+        self.slurm = SlurmRunner(settings, progress)
+        self.python = settings.python
+
+    @property
+    def label(self) -> str:
+        return f"Slurm cluster (partition {self.settings.partition or 'default'}, gres {self.settings.gres or 'none'})"
+
+    def identity(self) -> str:
+        return json.dumps(["slurm", self.settings.model_dump(mode="json", exclude={"poll_s", "unreachable_s"})],
+                          sort_keys=True)
+
+    def probe(self, cwd: Path, cache: Path | None = None) -> dict:
+        if cache is not None:
+            try:
+                saved = json.loads(cache.read_text(encoding="utf-8"))
+                if saved.get("identity") == self.identity() and time.time() - saved["at"] < self.PROBE_TTL_S:
+                    return saved["info"]
+            except (OSError, ValueError, KeyError):
+                pass
+        folder = cwd / "work" / "slurm-probe"
+        folder.mkdir(parents=True, exist_ok=True)
+        [result] = self.slurm.run_tasks([Task("probe", folder, ["{python}", "-c", PROBE_SCRIPT], 300)])
+        if result.state != "COMPLETED":
+            raise RunnerError(f"the Slurm probe job ({result.job_id}) did not run torch and triton with "
+                              f"{self.python}: {result.state}: {result.detail or result.stderr.strip()[-600:]}")
+        info = json.loads(result.stdout.strip().splitlines()[-1])
+        if cache is not None:
+            cache.parent.mkdir(parents=True, exist_ok=True)
+            cache.write_text(json.dumps({"identity": self.identity(), "at": time.time(), "info": info}), encoding="utf-8")
+        return info
+
+    def check_usable(self, info: dict) -> None:
+        self.slurm.check_reachable()
+
+    def run_tasks(self, tasks: list[Task], progress: Callable[[str], None] = lambda _: None,
+                  parallel: int = 1) -> list[TaskResult]:
+        return self.slurm.run_tasks(tasks)
+
+    @property
+    def job_ids(self) -> list[str]:
+        return list(self.slurm.job_ids)
+
+
+def make_runner(kind: str, python: str | None, template: str | None, cache_dir: Path | None,
+                probe_cache: Path | None = None, slurm=None, progress: Callable[[str], None] = lambda _: None):
+    if kind == "slurm":
+        from generator.slurm import SlurmSettings
+        settings = slurm or SlurmSettings()
+        return SlurmVerifier(settings.model_copy(update={"python": python}) if python else settings, progress)
+    python = python or ("python3" if kind == "command" else sys.executable)
+    if kind == "auto":
+        info = Runner("cuda", python).probe(Path.cwd(), probe_cache)
+        kind = "cuda" if info["cuda"] else "interpreter"
+    if kind == "command" and not template:
+        raise RunnerError("runner 'command' needs --runner-command, e.g. 'ssh gpu01 {shell_cmd}' "
+                          "or 'srun --gres=gpu:1 --chdir {cwd} {cmd}'")
+    if kind not in ("cuda", "interpreter", "command"):
+        raise RunnerError(f"unknown runner '{kind}' (expected auto, cuda, interpreter, command or slurm)")
+    return Runner(kind, python, template or "", cache_dir=cache_dir)
+
+

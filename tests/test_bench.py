@@ -1,0 +1,27 @@
+"""Smoke test of `make bench` (bench/build_bench.py): a benchmark that can rot silently needs one.
+It asserts that the synthetic course builds and that numbers are printed, never a time."""
+
+import re
+import subprocess
+import sys
+
+from tests.conftest import REPO
+
+ROW = re.compile(r"^\s*1\s+4\s+\d+\.\d+\s+\d+\.\d+\s+\d+\s+\d+\.\d+\s*$", re.M)
+
+
+def bench(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, str(REPO / "bench" / "build_bench.py"), *args], cwd=REPO,
+                          capture_output=True, text=True, timeout=600)
+
+
+def test_bench_builds_one_synthetic_lesson_and_prints_numbers():
+    result = bench("1")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "Traceback" not in result.stderr
+    assert ROW.search(result.stdout), result.stdout      # lessons, packs, total s, ms/pack, peak MiB, no-op s
+
+
+def test_bench_refuses_a_bad_n_with_a_usage_message():
+    result = bench("0")
+    assert result.returncode == 2 and "usage:" in result.stderr and "Traceback" not in result.stderr

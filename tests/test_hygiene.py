@@ -1,0 +1,30 @@
+"""Repository hygiene (issue 10.9): measurement logs are the ones BENCHMARKS.md cites, every local
+link in the top-level documents resolves, and no script is tied to one machine's fixed paths."""
+
+import re
+
+from tests.conftest import REPO
+
+LINK = re.compile(r"\]\(([^)#\s]+)(?:#[^)]*)?\)")
+DOCS = ("README.md", "BENCHMARKS.md", "TRANSLATING.md")
+
+
+def test_measurement_logs_are_exactly_those_benchmarks_cites():
+    cited = set(re.findall(r"docs/measurements/[\w.-]+", (REPO / "BENCHMARKS.md").read_text(encoding="utf-8")))
+    kept = {p.relative_to(REPO).as_posix() for p in (REPO / "docs" / "measurements").iterdir()}
+    assert cited == kept
+    assert not (REPO / "docs" / "runs").exists()
+
+
+def test_local_links_resolve():
+    broken = [f"{doc}: {target}" for doc in DOCS
+              for target in LINK.findall((REPO / doc).read_text(encoding="utf-8"))
+              if "://" not in target and not (REPO / target).exists()]
+    assert broken == []
+
+
+def test_scripts_use_no_fixed_tmp_paths():
+    fixed = [f"{p.name}: {line.strip()}" for p in (REPO / "scripts").glob("*.sh")
+             for line in p.read_text(encoding="utf-8").splitlines()
+             if re.search(r"(?<![\w}])/tmp/", line) and not line.lstrip().startswith("#")]
+    assert fixed == []
