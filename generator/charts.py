@@ -15,7 +15,8 @@ formats) and uses `currentColor` for text and axes, so it follows the page's lig
 Labels (localized by the caller; `ENGLISH_LABELS` has the defaults):
 
 - ``chart_bandwidth``  axis title for GB/s
-- ``chart_block``      axis title for the param of a sweep (BLOCK)
+- ``chart_block``      axis title for the param of a sweep (BLOCK); ``param:TABLE_ID`` overrides it
+                       for one table (say, BLOCK_M × BLOCK_N)
 - ``chart_copy``       legend name of the copy row
 - ``chart_kernel``     legend name of the kernel series when its rows share no name prefix
 - ``chart_subtitle``   second title line; ``{device}``, ``{torch}``, ``{triton}`` are filled in
@@ -99,7 +100,8 @@ def charts(bench: dict | None, labels: dict[str, str]) -> list[tuple[str, str, s
         title = labels.get("table:" + table_id, table_id)
         subtitle = _fill(labels["chart_subtitle"], bench)
         draw = line_chart if is_sweep(rows) else bar_chart
-        out.append((table_id, title, draw(rows, title, subtitle, labels)))
+        table_labels = {**labels, "_param": labels.get("param:" + table_id, labels["chart_block"])}
+        out.append((table_id, title, draw(rows, title, subtitle, table_labels)))
     return out
 
 
@@ -197,7 +199,7 @@ def line_chart(rows: list[Row], title: str, subtitle: str, labels: dict[str, str
         svg.append(f'<line x1="{_num(x)}" y1="{_num(bottom)}" x2="{_num(x)}" y2="{_num(bottom + 4)}" '
                    'stroke="currentColor"/>')
         svg.append(_text(x, bottom + 18, str(r.param), 12, "middle"))
-    svg.append(_text((left + right) / 2, bottom + 40, labels["chart_block"], 12, "middle"))
+    svg.append(_text((left + right) / 2, bottom + 40, labels["_param"], 12, "middle"))
     styles = {}
     for index, (_, r) in enumerate(legend):
         color, dash = (COPY, "6 4") if r.role == "copy" else (BASELINES[index % len(BASELINES)], DASHES[(index + 1) % len(DASHES)])
@@ -285,7 +287,7 @@ def _y_axis(left, right, top, bottom, ymax, step, sy, title) -> list[str]:
 
 
 def _common_name(names: list[str]) -> str:
-    """'relu.py' from 'relu.py, BLOCK=128', 'relu.py, BLOCK=256', ..."""
+    """'kernel.py' from 'kernel.py, BLOCK=128', 'kernel.py, BLOCK=256', ..."""
     if len(names) < 2:
         return ""
     prefix = re.sub(r"\d+$", "", os.path.commonprefix(names))

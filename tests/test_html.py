@@ -329,15 +329,13 @@ def test_every_pack_has_its_page_with_all_formulas(rendered):
 
 def test_answer_page_charts_the_bench_and_the_exercise_page_does_not(rendered):
     from generator.render import finalize_pack
-    editions = next(iter(rendered.values()))
-    verification = json.loads((REPO / "docs" / "runs" / "2026-11-29-h200-s6-verification_en.json").read_text())
-    verification["bench"] = BENCH
+    editions = rendered[("lesson03_relu", "en")]
+    bench = {k: v for k, v in BENCH.items() if k != "values"}   # no values: the text keeps its markers
+    verification = {"runner_label": "CUDA", "device": "NVIDIA H200", "torch": "2.11.0+cu130", "triton": "3.6.0",
+                    "date": "2026-11-29", "passed": True, "bench": bench}
     (ctx_a, answer), (ctx_e, exercise) = editions["answer"], editions["exercise"]
-    try:
-        answer_page = finalize_pack(ctx_a, ENV, answer, verification).files["lesson.html"].decode()
-    except Exception as exc:   # the lead's README/measured templates may want more of the record
-        pytest.skip(f"verification record of an older shape: {exc}")
-    assert answer_page.count('<figure class="chart">') == 2 and "NVIDIA H200" in answer_page
+    answer_page = finalize_pack(ctx_a, ENV, answer, verification).files["lesson.html"].decode()
+    assert answer_page.count('<figure class="chart">') == 2 and "measured on NVIDIA H200" in answer_page
     exercise_page = finalize_pack(ctx_e, ENV, exercise, verification).files["lesson.html"].decode()
     assert '<figure class="chart">' not in exercise_page
 

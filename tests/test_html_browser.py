@@ -23,7 +23,16 @@ from tests.test_html import BENCH, ENV, LABELS, LESSON, _formulas
 pytestmark = pytest.mark.browser
 REPO = Path(__file__).resolve().parent.parent
 SHOTS = REPO / "build" / "screenshots"
-PACKS = [f"lesson03_relu-{locale}-{edition}" for locale in ("en", "zh-CN") for edition in ("exercise", "answer")]
+
+
+def _pack_names() -> list[str]:
+    from generator.loader import load_content
+    content = load_content(REPO / "content")
+    return [f"{lesson.spec.id}-{locale}-{edition}" for lesson in content.published
+            for locale in content.course.locales for edition in ("exercise", "answer")]
+
+
+PACKS = _pack_names()
 LABEL = re.compile(r'\["([^"]+)"\]')
 
 
@@ -51,7 +60,7 @@ def unzipped(tmp_path_factory, browser) -> dict[str, Path]:
     build(BuildOptions(content=REPO / "content", templates=REPO / "generator" / "templates",
                        out=root / "build", verify=False), progress=lambda _: None)
     out = {}
-    for path in sorted((root / "build" / "dist").glob("*.zip")):
+    for path in sorted((root / "build" / "dist").glob("*.zip")):   # lesson packs and course bundles
         with zipfile.ZipFile(path) as archive:
             archive.extractall(root / "unzipped")
         out[path.stem] = root / "unzipped" / path.stem
@@ -108,6 +117,7 @@ def test_page_renders_offline_ready(browser, unzipped, name):
     state, urls = _load(browser, page)
     assert state == "done", f"figures: {state}; console: {_severe(browser)}"
     assert browser.execute_script("return document.documentElement.lang") == name.split("-", 1)[1].rsplit("-", 1)[0]
+    assert browser.execute_script("return document.title") == markdown.splitlines()[0].lstrip("# ")
 
     assert browser.execute_script("return document.querySelectorAll('main math').length") == _formulas(markdown) > 0
     assert _dollar_text(browser) == []
@@ -163,3 +173,28 @@ def test_measured_charts_and_hints_in_the_browser(browser, tmp_path):
     assert browser.execute_script(shown) == [True, True, False]
     screenshot(browser, SHOTS / "charts-light.png")
     shutil.copy(page, SHOTS / "charts.html")
+
+
+def test_course_bundle_pages_link_to_each_other(browser, unzipped):
+    """index.html and the lesson pages of a course bundle: every link to a page reaches a file in it."""
+    bundles = [name for name in unzipped if not name.startswith("lesson")]
+    assert bundles
+    for name in bundles:
+        root = unzipped[name]
+        pages = [root / "index.html", *sorted(root.glob("*/lesson.html"))]
+        for page in pages:
+            state, urls = _load(browser, page)
+            assert state in ("done", ""), (page, state)
+            assert _left_the_page(urls, page) == [] and _severe(browser) == []
+            links = browser.execute_script(
+                "return [...document.querySelectorAll('main a[href]')].map(a => a.getAttribute('href'))"
+                ".filter(h => !/^[a-z]+:/.test(h) && (h.endsWith('.html') || h.includes('.html#') || h.endsWith('.md')))")
+            assert not [link for link in links if ".md" in link], (page, links)
+            for link in links:
+                assert (page.parent / link.split("#")[0]).resolve().is_file(), (page, link)
+        lessons = len(pages) - 1
+        assert browser.execute_script("return document.documentElement.lang") in name
+        if lessons > 1:   # the lesson pages of a bundle link to the previous or next one
+            assert any(".html" in link for link in links)
+    _load(browser, unzipped[bundles[-1]] / "index.html")
+    screenshot(browser, SHOTS / f"{bundles[-1]}-index.png")
