@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import jinja2
 
+from generator.html import lesson_html, page_labels
 from generator.loader import CourseContent
 from generator.markdown import check_markdown
 from generator.pack import Edition, Pack, manifest
@@ -33,6 +34,9 @@ def bundle_pack(content: CourseContent, locale: str, edition: Edition, lessons: 
     if problems:
         raise RenderError("\n".join(problems))
     files["README.md"] = index.encode()
+    ui = content.locales[locale]   # the index as a page too: its links lead to the lessons' pages
+    files["index.html"] = lesson_html(index, lang=locale, title=ui.course_title, env=env, bench=None,
+                                      labels=page_labels(ui, None))
     bundle = Pack(content.course.id, locale, edition, files)
     bundle.files["manifest.json"] = manifest(bundle, {"lessons": verified})
     return bundle

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 from generator.codegen import render_code
 from generator.errors import CoursepackError
+from generator.html import page_text, strip_vendored
 from generator.loader import Lesson
 
 MIN_CHUNK = 12
@@ -94,6 +95,8 @@ def scan_zip(data: bytes, prints: list[Fingerprint], label: str) -> list[str]:
 
 
 def _views(name: str, data: bytes) -> list[tuple[str, str]]:
+    if name.endswith(".html"):   # the inlined mermaid is pinned by its sha256: not lesson material
+        data = strip_vendored(data)
     text = data.decode("utf-8", "replace")
     views = [(name, normalise(text))]
     if name.endswith(".ipynb"):
@@ -102,6 +105,8 @@ def _views(name: str, data: bytes) -> list[tuple[str, str]]:
         except ValueError:
             strings = ""
         views.append((name + " (decoded)", normalise(strings)))
+    if name.endswith(".html"):   # entities decoded, code outside its highlighting spans
+        views.append((name + " (text)", normalise(page_text(text))))
     return views
 
 

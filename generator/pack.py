@@ -9,8 +9,9 @@ from typing import Literal
 
 Edition = Literal["exercise", "answer"]
 EDITIONS: tuple[Edition, ...] = ("exercise", "answer")
-# Files written after verification: they never take part in it.
-FINAL_FILES = ("README.md", "manifest.json", "verification.json")
+# Files written after verification: they never take part in it. (lesson.html is rendered early
+# too, for the leak scan and the edition pairing, and again from the final lesson.md.)
+FINAL_FILES = ("README.md", "manifest.json", "verification.json", "lesson.html")
 
 
 @dataclass

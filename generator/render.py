@@ -12,6 +12,7 @@ import jinja2
 
 from generator.codegen import blank_index, render_code
 from generator.errors import CoursepackError
+from generator.html import pack_page
 from generator.loader import CourseContent, Lesson
 from generator.markdown import check_markdown, parse, split_cells
 from generator.model import LessonText, Locale, Mistake
@@ -121,6 +122,7 @@ def _render_pack(ctx: LessonContext, env: jinja2.Environment) -> Pack:
     lesson_md, cells = split_cells(document, tokens)
     pack.files[spec.kernel_file] = code.encode()
     pack.files["lesson.md"] = lesson_md.encode()
+    pack.files["lesson.html"] = pack_page(ctx, env, lesson_md, None)   # rendered again when final
     pack.files["lesson.ipynb"] = build_notebook(cells, ctx.locale, ctx.heading)
     pack.files["check.py"] = checker_source(ctx).encode()
     for extra in spec.files:
@@ -237,7 +239,8 @@ def _finalize_pack(ctx: LessonContext, env: jinja2.Environment, pack: Pack, veri
     descriptions = dict(ui.pack.file_descriptions) | dict(ctx.text.files)
     if ctx.answer:
         descriptions["kernel"] = descriptions["kernel_answer"]
-    listed = ["README.md", "lesson.md", "lesson.ipynb", spec.kernel_file, "check.py",
+    listed = ["README.md", "lesson.md", *[n for n in ("lesson.html",) if n in descriptions], "lesson.ipynb",
+              spec.kernel_file, "check.py",
               *[f.name for f in spec.files if f.edition == "both" or ctx.answer], "requirements.txt", "manifest.json"]
     readme = env.get_template("pack/README.md.j2").render(
         heading=ctx.heading, edition_name=ctx.edition_name, ui=ui, kernel_file=spec.kernel_file,
@@ -255,6 +258,8 @@ def _finalize_pack(ctx: LessonContext, env: jinja2.Environment, pack: Pack, veri
         files["README.md"] += ("\n" + measured).encode()
         files["lesson.md"] += ("\n" + measured).encode()
         files["lesson.ipynb"] = append_markdown_cell(files["lesson.ipynb"], measured)
+    files["lesson.html"] = pack_page(ctx, env, files["lesson.md"].decode(),
+                                     (verification or {}).get("bench") if ctx.answer else None)
     if ctx.answer and verification is not None:
         files["verification.json"] = (json.dumps(verification, ensure_ascii=False, indent=1, sort_keys=True) + "\n").encode()
     final = Pack(pack.lesson_id, pack.locale, pack.edition, files)

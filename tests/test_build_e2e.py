@@ -38,7 +38,7 @@ def test_answer_pack_passes_and_exercise_asks_for_the_blank(packs):
 
 def test_pack_contents(packs):
     exercise, answer = packs["lesson03_relu-en-exercise"], packs["lesson03_relu-en-answer"]
-    assert {p.name for p in exercise.iterdir()} == {"README.md", "lesson.md", "lesson.ipynb", "relu.py",
+    assert {p.name for p in exercise.iterdir()} == {"README.md", "lesson.md", "lesson.html", "lesson.ipynb", "relu.py",
                                                    "check.py", "requirements.txt", "manifest.json", "bench.py"}
     assert {p.name for p in answer.iterdir()} == {p.name for p in exercise.iterdir()} | {"verification.json",
                                                                                           "fused.py"}

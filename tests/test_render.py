@@ -26,7 +26,7 @@ def test_editions(rendered, locale):
     exercise = groups[("lesson03_relu", locale)]["exercise"][1]
     answer = groups[("lesson03_relu", locale)]["answer"][1]
     assert set(exercise.files) == set(answer.files) - {"fused.py"} == {
-        "relu.py", "lesson.md", "lesson.ipynb", "check.py", "requirements.txt", "bench.py"}
+        "relu.py", "lesson.md", "lesson.html", "lesson.ipynb", "check.py", "requirements.txt", "bench.py"}
     assert b"______" in exercise.files["relu.py"] and b"______" not in answer.files["relu.py"]
     assert lesson.solution.fill.encode() in answer.files["relu.py"]
     text = lesson.texts[locale]

@@ -837,6 +837,8 @@ def _fork_context():
 
 
 def _child_main(conn, stderr_path, path, case_ids, force_interpreter):
+    import faulthandler
+    faulthandler.disable()   # a parent's fault handler (pytest, Jupyter) would print the child's crash
     with open(stderr_path, "w", encoding="utf-8", errors="replace") as err:
         os.dup2(err.fileno(), 2)
         os.setpgrp() if hasattr(os, "setpgrp") else None
@@ -1205,9 +1207,11 @@ def bench_main(measure, default_log2=28, argv=None):
         free, _ = torch.cuda.mem_get_info()
         while n * 4 * 6 > free * 0.7 and n > 1 << 20:
             n //= 2
+    started = time.monotonic()
     result = measure(kernel, n, SMOKE)
     if WARMUP_ONLY:
         return EXIT_PASS
+    result["seconds"] = round(time.monotonic() - started, 2)
     result.update(device="CPU (Triton interpreter, smoke run)" if SMOKE else torch.cuda.get_device_name(0),
                   torch=torch.__version__, triton=triton.__version__, n=n)
     print_tables(result)

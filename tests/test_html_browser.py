@@ -1,0 +1,200 @@
+"""lesson.html in a real browser: the system's headless Chromium, driven by Selenium.
+
+For each edition and language, the page is loaded from the unzipped pack: every formula is MathML,
+every figure an SVG with its labels, no console error, no request leaving the page; one load with
+the network switched off. Screenshots (light, dark, print) go to build/screenshots/ for review.
+Skipped, with the reason, where Chromium is missing; under CI=true that is a failure.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from generator.html import lesson_html
+from tests.chromium import missing, new_driver, requests_sent, screenshot, set_offline, wait_for_figures
+from tests.test_html import BENCH, ENV, LABELS, LESSON, _formulas
+
+pytestmark = pytest.mark.browser
+REPO = Path(__file__).resolve().parent.parent
+SHOTS = REPO / "build" / "screenshots"
+
+
+def _pack_names() -> list[str]:
+    from generator.loader import load_content
+    content = load_content(REPO / "content")
+    return [f"{lesson.spec.id}-{locale}-{edition}" for lesson in content.published
+            for locale in content.course.locales for edition in ("exercise", "answer")]
+
+
+PACKS = _pack_names()
+LABEL = re.compile(r'\["([^"]+)"\]')
+
+
+def _require_browser() -> None:
+    reason = missing()
+    if reason:
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"browser tests must run under CI: {reason}")
+        pytest.skip(reason)
+
+
+@pytest.fixture(scope="module")
+def browser():
+    _require_browser()
+    driver = new_driver()
+    yield driver
+    driver.quit()
+
+
+@pytest.fixture(scope="module")
+def unzipped(tmp_path_factory, browser) -> dict[str, Path]:
+    """Real packs, built from this repository's content with --no-verify, then unzipped."""
+    from generator.build import BuildOptions, build
+    root = tmp_path_factory.mktemp("browser")
+    build(BuildOptions(content=REPO / "content", templates=REPO / "generator" / "templates",
+                       out=root / "build", verify=False), progress=lambda _: None)
+    out = {}
+    for path in sorted((root / "build" / "dist").glob("*.zip")):   # lesson packs and course bundles
+        with zipfile.ZipFile(path) as archive:
+            archive.extractall(root / "unzipped")
+        out[path.stem] = root / "unzipped" / path.stem
+    return out
+
+
+def _load(driver, page: Path) -> tuple[str, list[str]]:
+    requests_sent(driver)   # forget what came before
+    driver.get_log("browser")
+    driver.get(page.as_uri())
+    return wait_for_figures(driver), requests_sent(driver)
+
+
+def _left_the_page(urls: list[str], page: Path) -> list[str]:
+    return [url for url in urls if url != page.as_uri() and not url.startswith("data:")]
+
+
+def _severe(driver) -> list[str]:
+    return [entry["message"] for entry in driver.get_log("browser") if entry["level"] == "SEVERE"]
+
+
+def _dollar_text(driver) -> list[str]:
+    """Text outside code, scripts and figures that still holds a $: a formula left as text."""
+    return driver.execute_script("""
+        const found = [];
+        const walker = document.createTreeWalker(document.querySelector('main'), NodeFilter.SHOW_TEXT);
+        while (walker.nextNode()) {
+          const node = walker.currentNode;
+          if (node.parentElement.closest('pre, code, script, style, svg, math')) continue;
+          if (node.textContent.includes('$')) found.push(node.textContent);
+        }
+        return found;""")
+
+
+def _shots(driver, page: Path, name: str) -> None:
+    """Light for every page; dark and print for the answer editions (the longest pages)."""
+    screenshot(driver, SHOTS / f"{name}-light.png")
+    if not name.endswith("answer"):
+        return
+    for scheme, media in (("dark", ""), ("print", "print")):
+        driver.execute_cdp_cmd("Emulation.setEmulatedMedia", {
+            "media": media, "features": [{"name": "prefers-color-scheme", "value": "dark" if scheme == "dark" else "light"}]})
+        driver.get(page.as_uri())
+        assert wait_for_figures(driver) in ("done", "")
+        screenshot(driver, SHOTS / f"{name}-{scheme}.png")
+    driver.execute_cdp_cmd("Emulation.setEmulatedMedia", {"media": "", "features": []})
+
+
+@pytest.mark.parametrize("name", PACKS)
+def test_page_renders_offline_ready(browser, unzipped, name):
+    folder = unzipped[name]
+    page = folder / "lesson.html"
+    markdown = (folder / "lesson.md").read_text(encoding="utf-8")
+    state, urls = _load(browser, page)
+    assert state == "done", f"figures: {state}; console: {_severe(browser)}"
+    assert browser.execute_script("return document.documentElement.lang") == name.split("-", 1)[1].rsplit("-", 1)[0]
+    assert browser.execute_script("return document.title") == markdown.splitlines()[0].lstrip("# ")
+
+    assert browser.execute_script("return document.querySelectorAll('main math').length") == _formulas(markdown) > 0
+    assert _dollar_text(browser) == []
+
+    sources = re.findall(r"```mermaid\n(.*?)```", markdown, re.S)
+    figures = browser.execute_script(
+        "return [...document.querySelectorAll('pre.mermaid')].map(p => { const s = p.querySelector('svg');"
+        " return s ? s.textContent : null; })")
+    assert len(figures) == len(sources) > 0
+    for source, text in zip(sources, figures):
+        assert text is not None, "a figure was not drawn"
+        flat = re.sub(r"\s+", "", text)
+        for label in LABEL.findall(source):
+            assert re.sub(r"\s+", "", label) in flat, f"figure label {label!r} missing from its SVG"
+
+    assert browser.execute_script("return document.querySelector('blockquote.callout') !== null")
+    assert browser.execute_script("return document.querySelectorAll('pre.highlight span.k').length") > 0
+    assert _severe(browser) == []
+    assert _left_the_page(urls, page) == []
+    _shots(browser, page, name)
+
+
+def test_page_loads_with_the_network_off(unzipped):
+    _require_browser()
+    page = unzipped["lesson03_relu-zh-CN-answer"] / "lesson.html"
+    driver = new_driver()
+    try:
+        set_offline(driver)
+        state, urls = _load(driver, page)
+        assert state == "done"
+        assert driver.execute_script("return document.querySelectorAll('pre.mermaid svg').length") == 2
+        assert driver.execute_script("return document.querySelectorAll('main math').length") > 0
+        assert _severe(driver) == [] and _left_the_page(urls, page) == []
+    finally:
+        driver.quit()
+
+
+def test_measured_charts_and_hints_in_the_browser(browser, tmp_path):
+    """A page with the bench's charts and three hint levels (as the template writes them)."""
+    hints = "".join(f"<details>\n<summary>Level {n}</summary>\n\nHint {n}.\n\n</details>\n\n" for n in (1, 2, 3))
+    markdown = (LESSON.replace("## Navigation", "## More hints\n\n" + hints + "## Navigation")
+                + "\n## Measured\n\n**ReLU over BLOCK sizes**\n\n| | ms |\n|---|---|\n| copy | 0.506 |\n")
+    page = tmp_path / "lesson.html"
+    page.write_bytes(lesson_html(markdown, lang="en", title="charts", env=ENV, bench=BENCH, labels=LABELS))
+    state, urls = _load(browser, page)
+    assert state == "done" and _left_the_page(urls, page) == [] and _severe(browser) == []
+    charts = browser.execute_script("return [...document.querySelectorAll('figure.chart svg')].map(s => s.textContent)")
+    assert len(charts) == 2 and all("NVIDIA H200" in text for text in charts)
+    # hints: one level at a time, each opened on purpose
+    shown = "return [...document.querySelectorAll('section:has(#more-hints) details')].map(d => d.checkVisibility())"
+    assert browser.execute_script(shown) == [True, False, False]
+    browser.execute_script("document.querySelector('section:has(#more-hints) details summary').click()")
+    assert browser.execute_script(shown) == [True, True, False]
+    screenshot(browser, SHOTS / "charts-light.png")
+    shutil.copy(page, SHOTS / "charts.html")
+
+
+def test_course_bundle_pages_link_to_each_other(browser, unzipped):
+    """index.html and the lesson pages of a course bundle: every link to a page reaches a file in it."""
+    bundles = [name for name in unzipped if not name.startswith("lesson")]
+    assert bundles
+    for name in bundles:
+        root = unzipped[name]
+        pages = [root / "index.html", *sorted(root.glob("*/lesson.html"))]
+        for page in pages:
+            state, urls = _load(browser, page)
+            assert state in ("done", ""), (page, state)
+            assert _left_the_page(urls, page) == [] and _severe(browser) == []
+            links = browser.execute_script(
+                "return [...document.querySelectorAll('main a[href]')].map(a => a.getAttribute('href'))"
+                ".filter(h => !/^[a-z]+:/.test(h) && (h.endsWith('.html') || h.includes('.html#') || h.endsWith('.md')))")
+            assert not [link for link in links if ".md" in link], (page, links)
+            for link in links:
+                assert (page.parent / link.split("#")[0]).resolve().is_file(), (page, link)
+        lessons = len(pages) - 1
+        assert browser.execute_script("return document.documentElement.lang") in name
+        if lessons > 1:   # the lesson pages of a bundle link to the previous or next one
+            assert any(".html" in link for link in links)
+    _load(browser, unzipped[bundles[-1]] / "index.html")
+    screenshot(browser, SHOTS / f"{bundles[-1]}-index.png")
