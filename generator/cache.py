@@ -3,7 +3,9 @@
   verify/<key>.json     a verification record per lesson x locale, keyed by the generated files it
                         ran on, the runner and the runner's torch/triton/device
   bench/<key>.json      a lesson bench's measurements, keyed by the code it times and the runner
-  probe/<kind>.json     the runner's versions and device, keyed by where torch and triton live
+  ~/.cache/coursepack/probe/<kind>.json   the runner's versions and device, keyed by where torch
+                        and triton live and when they changed: shared by every build folder, so a
+                        cold build does not start torch once more just to ask its version
   last_build.json       the inputs digest and zips of the last successful build (the no-op check)
 
 Values are JSON files written atomically (a crash never leaves half a file).
@@ -58,5 +60,6 @@ class BuildCache:
         self.root = out / "cache"
         self.records = Store(self.root / "verify")
         self.benches = Store(self.root / "bench")
-        self.probes = self.root / "probe"
+        user_cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+        self.probes = user_cache / "coursepack" / "probe"
         self.last_build = self.root / "last_build.json"
