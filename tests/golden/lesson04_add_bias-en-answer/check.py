@@ -957,16 +957,31 @@ def worker(send, path, case_ids, force_interpreter):
     send({"done": True})
 
 
+_TORCH_UNTOUCHED = False   # torch imported by this script, before anything could start CUDA
+
+
 def _fork_context():
-    """fork where the parent holds no GPU context (children then skip importing torch again);
-    spawn otherwise, and on platforms without fork."""
+    """fork where no CUDA was started in this process (children then share its imported torch);
+    spawn otherwise, and on platforms without fork. A process that asked the driver anything (even
+    torch.cuda.is_available(), unless through NVML) cannot fork children that use the GPU."""
+    global _TORCH_UNTOUCHED
     import multiprocessing
     if "fork" not in multiprocessing.get_all_start_methods() or os.environ.get("COURSEPACK_SPAWN"):
         return multiprocessing.get_context("spawn")
+    fork = multiprocessing.get_context("fork")
+    if "torch" not in sys.modules and not missing_packages():
+        import torch  # noqa: F401  imported once here: every forked child (a restart too) shares it
+        import triton  # noqa: F401
+        _TORCH_UNTOUCHED = True
+        return fork
     torch = sys.modules.get("torch")
-    if torch is not None and torch.cuda.is_initialized():
+    if torch is None or _TORCH_UNTOUCHED:
+        return fork
+    if torch.cuda.is_initialized():
         return multiprocessing.get_context("spawn")
-    return multiprocessing.get_context("fork")
+    if os.environ.get("PYTORCH_NVML_BASED_CUDA_CHECK") == "1" or not torch.cuda.is_available():
+        return fork   # asked through NVML, or no GPU at all: nothing was started
+    return multiprocessing.get_context("spawn")
 
 
 def _child_main(conn, stderr_path, path, case_ids, force_interpreter):
@@ -992,9 +1007,6 @@ class Supervisor:
         self.context = context or _fork_context()
         self.env, self.load_error, self.results = None, None, {}
         self.timing = {"children": 0, "startup_s": 0.0, "loaded_s": 0.0}
-        if self.context.get_start_method() == "fork":
-            import torch  # noqa: F401  imported once here: every forked child (a restart too) shares it
-            import triton  # noqa: F401
 
     def run(self, case_ids):
         pending = list(case_ids)
@@ -1439,9 +1451,7 @@ def run_batch(spec_path):
     spec = json.loads(Path(spec_path).read_text(encoding="utf-8"))
     jobs = max(1, int(spec.get("jobs", 1)))
     os.environ["COURSEPACK_CHILD_THREADS"] = str(max(1, (os.cpu_count() or 1) // jobs))
-    if not missing_packages():
-        import torch  # noqa: F401  imported once here; forked children share it
-        import triton  # noqa: F401
+    _fork_context()   # imports torch once, here, before any thread: forked children share it
     units = spec["units"]
     results = {}
     from concurrent.futures import ThreadPoolExecutor
@@ -1473,17 +1483,13 @@ def check_notebook(entry_function):
     """The notebook's check cell: check the cell that defined entry_function, same output as check.py."""
     import inspect
     import linecache
-    import multiprocessing
     source_file = inspect.getsourcefile(entry_function)
     text = "".join(linecache.getlines(source_file)) if source_file else ""
     if not text:
         raise CheckFailed(msg("no_cell_source"))
     # A process that started CUDA must not be forked: its children could not use the GPU. The setup
     # cell asks whether a GPU exists through NVML, which starts nothing; a cell that ran a kernel did.
-    torch = sys.modules.get("torch")
-    started_cuda = torch is not None and torch.cuda.is_available() and (
-        torch.cuda.is_initialized() or os.environ.get("PYTORCH_NVML_BASED_CUDA_CHECK") != "1")
-    context = multiprocessing.get_context("spawn") if started_cuda else None
+    context = None   # _fork_context decides: the setup cell asked for a GPU through NVML
     with tempfile.TemporaryDirectory(prefix="coursepack-cell-") as workdir:
         path = Path(workdir) / LESSON["module"]
         path.write_text(text, encoding="utf-8")
