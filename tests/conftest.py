@@ -106,8 +106,8 @@ def load_checker(pack: Path):
     return sys.modules[name]
 
 
-def check_json(pack: Path, *args: str) -> dict:
-    result = run_check(pack, "--json", *args)
+def check_json(pack: Path, *args: str, process: bool = False) -> dict:
+    result = run_check(pack, "--json", *args, process=process)
     return json.loads(result.stdout)
 
 
