@@ -107,9 +107,11 @@ def pack_page(ctx, env: jinja2.Environment, markdown_text: str, bench: dict | No
 def page_labels(ui, text) -> dict[str, str]:
     """The page's labels from the locale (`pack.page`), English for any key it lacks (until the
     locale files carry them), and the lesson's table titles."""
-    labels = {**ENGLISH_LABELS, **dict(getattr(ui.pack, "page", None) or {})}
+    page = getattr(ui.pack, "page", None)
+    labels = {**ENGLISH_LABELS, **(page.model_dump() if hasattr(page, "model_dump") else dict(page or {}))}
     measured = getattr(text, "measured", None)
     labels.update({f"table:{key}": value for key, value in dict(getattr(measured, "tables", None) or {}).items()})
+    labels.update({f"param:{key}": value for key, value in dict(getattr(measured, "axes", None) or {}).items()})
     return labels
 
 

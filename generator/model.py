@@ -59,6 +59,16 @@ class Headings(Strict):
     veto: Text
 
 
+class PageLabels(Strict):
+    """Words of lesson.html that are not lesson text: chart axes and legends, link names."""
+    chart_bandwidth: Text
+    chart_block: Text
+    chart_copy: Text
+    chart_kernel: Text
+    chart_subtitle: Text
+    permalink: Text
+
+
 class PackTexts(Strict):
     edition_exercise: Text
     edition_answer: Text
@@ -96,6 +106,7 @@ class PackTexts(Strict):
     measured_intro: Text
     measured_checks: Text
     measured_placeholder: Text
+    page: PageLabels
 
 
 class Locale(Strict):
@@ -252,6 +263,7 @@ class CheckerText(Strict):
 
 class MeasuredText(Strict):
     tables: dict[Ident, Text] = {}
+    axes: dict[Ident, Text] = {}    # x-axis title of a table's chart, when its param is not BLOCK
 
 
 class LessonText(Strict):
