@@ -21,11 +21,12 @@ OUT="${1:-build/gpu-rerun-$(date -u +%Y%m%dT%H%M%SZ)}"
 die() { echo "gpu_rerun: $*" >&2; exit 2; }
 command -v "$PY" >/dev/null 2>&1 || die "no Python at '$PY' (set PYTHON=/path/to/python)"
 
-if ls .whl/*.whl >/dev/null 2>&1; then
+WHEELS="${WHEELS:-.whl}"   # wheels for an offline GPU machine (scripts/fetch_wheels.sh makes them)
+if ls "$WHEELS"/*.whl >/dev/null 2>&1; then
   SITE="$(mktemp -d "${TMPDIR:-/tmp}/coursepack-site.XXXXXX")" || die "cannot create a temporary folder"
   trap 'rm -rf "$SITE"' EXIT
-  "$PY" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target "$SITE" .whl/*.whl \
-    || die "installing the wheels in .whl/ failed"
+  "$PY" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target "$SITE" "$WHEELS"/*.whl \
+    || die "installing the wheels in $WHEELS/ failed"
   export PYTHONPATH="$SITE${PYTHONPATH:+:$PYTHONPATH}"
 fi
 

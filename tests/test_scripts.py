@@ -21,7 +21,8 @@ def test_script_parses(script):
 def test_gpu_rerun_without_a_gpu_says_why_and_writes_nothing(tmp_path):
     out = tmp_path / "out"
     result = subprocess.run([str(REPO / "scripts" / "gpu_rerun.sh"), str(out)], capture_output=True, text=True,
-                            env=dict(os.environ, PYTHON=sys.executable), timeout=120)
+                            env=dict(os.environ, PYTHON=sys.executable, WHEELS=str(tmp_path / "no-wheels")),
+                            timeout=120)
     assert result.returncode == 2
     assert "sees no CUDA GPU" in result.stderr or "cannot be imported" in result.stderr
     assert not out.exists()
