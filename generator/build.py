@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from generator.archive import recover_dir, replace_dir, write_tree, zip_pack
+from generator.archive import recover_dir, replace_dir, zip_pack
 from generator.errors import CoursepackError, ProblemCollector, VerificationError
 from generator.i18n import is_critical
 from generator.leaks import LeakError, fingerprints, scan_files, scan_zip

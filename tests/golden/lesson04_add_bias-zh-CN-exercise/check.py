@@ -969,8 +969,9 @@ def _fork_context():
         return multiprocessing.get_context("spawn")
     fork = multiprocessing.get_context("fork")
     if "torch" not in sys.modules and not missing_packages():
-        import torch  # noqa: F401  imported once here: every forked child (a restart too) shares it
-        import triton  # noqa: F401
+        import importlib
+        for name in ("torch", "triton"):   # imported once here: every forked child (a restart too) shares them
+            importlib.import_module(name)
         _TORCH_UNTOUCHED = True
         return fork
     torch = sys.modules.get("torch")

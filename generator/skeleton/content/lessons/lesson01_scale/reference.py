@@ -1,5 +1,4 @@
 """What the kernel computes, in torch: out = alpha * x + y."""
-import torch
 
 
 def reference(x, y, alpha):
