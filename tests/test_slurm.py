@@ -245,7 +245,9 @@ def test_a_task_killed_by_its_time_limit(timeout_run):
     assert result.state == "TIMEOUT" and result.returncode is None
     assert result.detail.startswith("TIMEOUT: killed by Slurm at its time limit (--time=1)")
     assert "started" in result.stdout and "DUE TO TIME LIMIT" in result.stderr
-    assert 60 <= result.seconds < 130   # measured here: 60 s + up to 30 s until slurmctld's check
+    # Slurm kills at 60 s of its own clock plus up to 30 s until slurmctld's check; the seconds are
+    # ours, from the task's first line, so they can fall a little short of Slurm's 60 (59.7 seen).
+    assert 55 <= result.seconds < 130
 
 
 @slurm
