@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any, Callable
 
 from generator.archive import recover_dir, replace_dir, zip_pack
-from generator.errors import CoursepackError, ProblemCollector, VerificationError
-from generator.i18n import is_critical
+from generator.errors import CoursepackError, VerificationError
+from generator.translate import release_gate
 from generator.leaks import LeakError, fingerprints, scan_files, scan_zip
 from generator.loader import CourseContent, load_content
 from generator.pack import EDITIONS, Pack
@@ -148,22 +148,6 @@ def _runner_stamp(options: BuildOptions) -> str:
     if runner.kind in ("command", "slurm"):
         return f"{runner.identity()}@{time.time()}"   # a remote runner can change at any time: never skip
     return runner.identity() + json.dumps(runner.probe(options.out, probes / f"{runner.kind}.json"), sort_keys=True)
-
-
-def release_gate(content: CourseContent) -> list[dict]:
-    """Fallbacks a release may carry (marked prose), after refusing the ones it may not:
-    missing or stale reference answers and checker messages."""
-    problems = ProblemCollector(content.root.parent)
-    fallbacks = []
-    for state in content.translations:
-        for kind, found in (("missing", state.missing), ("stale", state.stale)):
-            for unit in found:
-                fallbacks.append({"file": problems.rel(state.path), "locale": state.locale, "unit": unit, "kind": kind})
-                if is_critical(unit):
-                    problems.add(state.path, f"{kind} in {state.locale}: a release never falls back on reference answers "
-                                 "or checker messages (see `coursepack i18n status`)", unit, *state.positions[unit])
-    problems.raise_if_any()
-    return fallbacks
 
 
 def _build(options: BuildOptions, progress: Progress, started: float) -> BuildResult:

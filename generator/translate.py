@@ -195,3 +195,19 @@ def _empty_leaves(node: Any) -> None:
                 _empty_leaves(value)
             else:
                 node[index] = ""
+
+
+def release_gate(content: CourseContent) -> list[dict]:
+    """Fallbacks a release may carry (marked prose), after refusing the ones it may not:
+    missing or stale reference answers and checker messages."""
+    problems = ProblemCollector(content.root.parent)
+    fallbacks = []
+    for state in content.translations:
+        for kind, found in (("missing", state.missing), ("stale", state.stale)):
+            for unit in found:
+                fallbacks.append({"file": problems.rel(state.path), "locale": state.locale, "unit": unit, "kind": kind})
+                if is_critical(unit):
+                    problems.add(state.path, f"{kind} in {state.locale}: a release never falls back on reference answers "
+                                 "or checker messages (see `coursepack i18n status`)", unit, *state.positions[unit])
+    problems.raise_if_any()
+    return fallbacks
