@@ -78,10 +78,12 @@ class Runner:
 
     def run_tasks(self, tasks: list[Task], progress: Callable[[str], None] = lambda _: None,
                   parallel: int = 1) -> list[TaskResult]:
-        """Each task's command in its folder; up to `parallel` at once."""
+        """Each task's command in its folder; up to `parallel` at once. A task's argv starts with
+        "{python}": run() puts the runner's Python there."""
         def one(task: Task) -> TaskResult:
-            args = [self.python if a == "{python}" else a for a in task.argv]
-            result = self.run(args[1:] if args[0] == self.python else args, task.folder, task.timeout_s)
+            if task.argv[:1] != ["{python}"]:
+                raise RunnerError(f"task {task.name}: its command must start with {{python}}: {task.argv}")
+            result = self.run(task.argv[1:], task.folder, task.timeout_s)
             state = "TIMEOUT" if result.timed_out else ("COMPLETED" if result.returncode == 0 else "FAILED")
             detail = f"timed out after {task.timeout_s:.0f} s" if result.timed_out else (
                 "" if result.returncode == 0 else f"exit status {result.returncode}: {result.stderr.strip()[-600:]}")
