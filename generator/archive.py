@@ -32,8 +32,24 @@ def safe_entry(name: str) -> str:
     return normal
 
 
+_ZIPPED: dict[str, bytes] = {}   # recent zips by their inputs' digest: a zip is a pure function of them
+_ZIPPED_KEEP = 64
+
+
 def zip_pack(pack: Pack) -> bytes:
     """The same files always give the same bytes: sorted entries, fixed times and permissions."""
+    digest = hashlib.sha256(pack.name.encode())
+    for name in sorted(pack.files):
+        digest.update(b"\0" + name.encode() + b"\0" + hashlib.sha256(pack.files[name]).digest())
+    key = digest.hexdigest()
+    if key not in _ZIPPED:
+        while len(_ZIPPED) >= _ZIPPED_KEEP:
+            _ZIPPED.pop(next(iter(_ZIPPED)))
+        _ZIPPED[key] = _zip(pack)
+    return _ZIPPED[key]
+
+
+def _zip(pack: Pack) -> bytes:
     buffer = io.BytesIO()
     root = pack.name
     with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=6) as archive:

@@ -152,6 +152,7 @@ def _runner_stamp(options: BuildOptions) -> str:
 
 def _build(options: BuildOptions, progress: Progress, started: float) -> BuildResult:
     result = BuildResult()
+    runner = _runner(options, progress) if options.verify else None   # torch imports while we render
     progress("load   content")
     content = load_content(options.content)
     result.fallbacks = release_gate(content)
@@ -160,7 +161,7 @@ def _build(options: BuildOptions, progress: Progress, started: float) -> BuildRe
     groups = render_all(content, options)
     progress(f"render {sum(len(g) for g in groups.values())} packs ({len(groups)} lesson x locale)")
     out = options.out
-    records = _verify_groups(groups, options, out, result, progress) if options.verify else {}
+    records = _verify_groups(groups, runner, options, out, result, progress) if runner else {}
     staging = out / "dist.new"
     V.clear(staging)
     staging.mkdir()
@@ -222,10 +223,17 @@ def _bundles(content: CourseContent, groups, records: dict, env) -> list[tuple[N
     return bundles
 
 
-def _verify_groups(groups, options: BuildOptions, out: Path, result: BuildResult, progress: Progress) -> dict:
+def _runner(options: BuildOptions, progress: Progress):
+    """The build's runner, already starting its warm task process where it has one."""
+    runner = make_runner(options.runner, options.python, options.runner_command, options.out / "triton-cache",
+                         BuildCache(options.out).probes / "auto.json", options.slurm, progress)
+    if hasattr(runner, "warm_up"):
+        runner.warm_up()
+    return runner
+
+
+def _verify_groups(groups, runner, options: BuildOptions, out: Path, result: BuildResult, progress: Progress) -> dict:
     cache = BuildCache(out)
-    runner = make_runner(options.runner, options.python, options.runner_command, out / "triton-cache",
-                         cache.probes / "auto.json", options.slurm, progress)
     info = runner.probe(out, cache.probes / f"{runner.kind}.json")
     runner.check_usable(info)
     progress(f"verify on {runner.label}: {info['device']} · torch {info['torch']} · triton {info['triton']}")
@@ -257,10 +265,11 @@ def verify_only(options: BuildOptions, progress: Progress = _stderr) -> dict:
     """The gate alone: render and verify every pack, write the reports, zip nothing."""
     started = time.monotonic()
     result = BuildResult()
+    options.out.mkdir(parents=True, exist_ok=True)
+    runner = _runner(options, progress)
     content = load_content(options.content)
     groups = render_all(content, options)
-    options.out.mkdir(parents=True, exist_ok=True)
-    _verify_groups(groups, options, options.out, result, progress)
+    _verify_groups(groups, runner, options, options.out, result, progress)
     result.seconds = time.monotonic() - started
     write_reports(options.out, options, result)
     return report_data(options, result) | {"report": str(options.out / "report.md")}

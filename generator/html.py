@@ -25,6 +25,7 @@ table titles (`table:ID`) from the lesson text's `measured.tables`; see `page_la
 
 from __future__ import annotations
 
+import json
 import re
 import unicodedata
 from functools import lru_cache
@@ -70,20 +71,7 @@ def lesson_html(markdown_text: str, *, lang: str, title: str, env: jinja2.Enviro
     missing = [key for key in (*C.CHART_LABELS, *PAGE_LABELS) if key not in labels]
     if missing:
         raise HtmlError(f"lesson.html: labels missing: {', '.join(missing)}")
-    failures: list[str] = []
-    md = _markdown(failures)
-    tokens = md.parse(markdown_text)
-    _mark_callout(tokens)
-    _rewrite_links(tokens, labels["permalink"])
-    try:
-        figures = C.charts(bench, labels)
-    except C.ChartError as exc:
-        raise HtmlError(f"lesson.html: {exc}") from exc
-    tokens = _sections(_place_charts(tokens, figures))
-    body = md.renderer.render(tokens, md.options, {})
-    if failures:
-        raise HtmlError("lesson.html: formulas that do not convert to MathML:\n" + "\n".join(failures))
-    diagrams = sum(1 for t in tokens if t.type == "fence" and _lang(t) == "mermaid")
+    body, diagrams = _body(markdown_text, json.dumps(bench, sort_keys=True), json.dumps(labels, sort_keys=True))
     page = env.get_template(TEMPLATE).render(
         lang=lang, title=title, csp=CSP, body=Markup(body), highlight_css=Markup(_highlight_css()),
         mermaid=Markup(SLOT) if diagrams else None, mermaid_version=MERMAID_VERSION)
@@ -93,6 +81,27 @@ def lesson_html(markdown_text: str, *, lang: str, title: str, env: jinja2.Enviro
         raise HtmlError(f"{TEMPLATE}: must place {{{{ mermaid }}}} once inside a <script>")
     head, _, tail = page.partition(SLOT)   # 3.5 MB joined as bytes, not copied through Jinja
     return head.encode("utf-8") + _mermaid_bytes() + tail.encode("utf-8")
+
+
+@lru_cache(maxsize=256)
+def _body(markdown_text: str, bench_json: str, labels_json: str) -> tuple[str, int]:
+    """The page body's HTML and its number of mermaid figures. Kept per input: a build renders
+    each page twice (early for the checks, final with the bench) and the bundles render it again."""
+    labels = json.loads(labels_json)
+    failures: list[str] = []
+    md = _markdown(failures)
+    tokens = md.parse(markdown_text)
+    _mark_callout(tokens)
+    _rewrite_links(tokens, labels["permalink"])
+    try:
+        figures = C.charts(json.loads(bench_json), labels)
+    except C.ChartError as exc:
+        raise HtmlError(f"lesson.html: {exc}") from exc
+    tokens = _sections(_place_charts(tokens, figures))
+    body = md.renderer.render(tokens, md.options, {})
+    if failures:
+        raise HtmlError("lesson.html: formulas that do not convert to MathML:\n" + "\n".join(failures))
+    return body, sum(1 for t in tokens if t.type == "fence" and _lang(t) == "mermaid")
 
 
 def pack_page(ctx, env: jinja2.Environment, markdown_text: str, bench: dict | None) -> bytes:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
@@ -29,8 +30,10 @@ class MarkdownProblem(ValueError):
     pass
 
 
-def _parser() -> MarkdownIt:
-    return MarkdownIt("commonmark", {"html": False}).enable(["table", "strikethrough"])
+@lru_cache(maxsize=None)
+def _parser(html: bool = False) -> MarkdownIt:
+    """One parser per setting: building one costs more than parsing a unit (parse() keeps no state)."""
+    return MarkdownIt("commonmark", {"html": html}).enable(["table", "strikethrough"])
 
 
 def _role(token: Token) -> str:
@@ -40,8 +43,13 @@ def _role(token: Token) -> str:
 
 def unit_problems(text: str) -> list[tuple[int, str]]:
     """Problems in one piece of content Markdown, with the 0-based line inside the piece."""
+    return list(_unit_problems(text))
+
+
+@lru_cache(maxsize=8192)
+def _unit_problems(text: str) -> tuple[tuple[int, str], ...]:
     found = []
-    tokens = MarkdownIt("commonmark", {"html": True}).enable(["table", "strikethrough"]).parse(text)
+    tokens = _parser(html=True).parse(text)
     lines = text.splitlines()
     for token in tokens:
         line = token.map[0] if token.map else 0
@@ -60,7 +68,7 @@ def unit_problems(text: str) -> list[tuple[int, str]]:
             dollars = sum(len(re.findall(r"(?<!\\)\$", c.content)) for c in children if c.type == "text")
             if dollars % 2:
                 found.append((line + _odd_dollar_line(span), "unbalanced $ math delimiters"))
-    return found
+    return tuple(found)
 
 
 def _first_line(span: list[str], needle: str) -> int:

@@ -5,11 +5,16 @@ verifies one lesson (see generator/checker/verify_job.py, which is what the comm
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import shlex
+import shutil
+import signal
 import subprocess
 import sys
+import tempfile
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -58,6 +63,111 @@ class RunResult:
     timed_out: bool = False
 
 
+TASK_SERVER = Path(__file__).resolve().parent / "checker" / "task_server.py"
+_SERVERS: dict[str, "TaskServer"] = {}
+_SERVERS_LOCK = threading.Lock()
+
+
+class TaskServer:
+    """A warm process (generator/checker/task_server.py) that imported torch and triton once and
+    forks a child per script task: a lesson's verification then starts without importing them.
+    One per runner Python and environment, for the life of this process (a test session runs many
+    builds); every request is answered, and a dead server makes run() return None (the caller
+    then starts a process as before)."""
+
+    def __init__(self, python: str, env: dict[str, str]):
+        self.tmp = Path(tempfile.mkdtemp(prefix="coursepack-tasks-"))
+        self.process = subprocess.Popen([python, str(TASK_SERVER)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                        stderr=open(self.tmp / "server.err", "wb"), env=env, text=True, bufsize=1)
+        self.events: dict[int, dict] = {}
+        self.cond = threading.Condition()
+        self.next_id = 0
+        self.alive = True
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        for line in self.process.stdout:
+            try:
+                message = json.loads(line)
+            except ValueError:
+                continue
+            with self.cond:
+                if "id" in message:
+                    self.events.setdefault(message["id"], {}).update(message)
+                self.cond.notify_all()
+        with self.cond:
+            self.alive = False
+            self.cond.notify_all()
+
+    def run(self, argv: list[str], cwd: Path, timeout: float) -> RunResult | None:
+        with self.cond:
+            if not self.alive:
+                return None
+            task_id, self.next_id = self.next_id, self.next_id + 1
+        out, err = self.tmp / f"{task_id}.out", self.tmp / f"{task_id}.err"
+        request = {"id": task_id, "cwd": str(Path(cwd).resolve()), "argv": argv, "out": str(out), "err": str(err)}
+        start = time.monotonic()
+        try:
+            self.process.stdin.write(json.dumps(request) + "\n")
+            self.process.stdin.flush()
+        except (OSError, ValueError):
+            return None
+        timed_out, deadline = False, start + timeout
+        with self.cond:
+            while "exit" not in self.events.get(task_id, {}) and self.alive:
+                left = deadline - time.monotonic()
+                if left > 0:
+                    self.cond.wait(left)
+                elif timed_out:
+                    break   # killed, and still no word of its end
+                else:
+                    timed_out, deadline = True, time.monotonic() + 10
+                    self._kill(self.events.get(task_id, {}).get("pid"))
+            event = self.events.pop(task_id, {})
+        if "exit" not in event:
+            if "pid" not in event:
+                return None   # the server died before it started the task
+            event["exit"] = -9
+        result = RunResult(124 if timed_out else event["exit"], _read_text(out), _read_text(err),
+                           time.monotonic() - start, timed_out)
+        for path in (out, err):
+            path.unlink(missing_ok=True)
+        return result
+
+    @staticmethod
+    def _kill(pid: int | None) -> None:
+        if pid:
+            try:
+                os.killpg(pid, signal.SIGKILL)
+            except OSError:
+                pass
+
+    def close(self) -> None:
+        try:
+            self.process.stdin.close()
+        except OSError:
+            pass
+        try:
+            self.process.wait(5)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+
+def _read_text(path: Path) -> str:
+    try:
+        return path.read_bytes().decode("utf-8", "replace")
+    except OSError:
+        return ""
+
+
+@atexit.register
+def _close_servers() -> None:
+    for server in list(_SERVERS.values()):
+        server.close()
+    _SERVERS.clear()
+
+
 @dataclass
 class Runner:
     """Where packs are run. kind: cuda, interpreter or command."""
@@ -92,14 +202,42 @@ class Runner:
         with ThreadPoolExecutor(max_workers=max(1, parallel)) as pool:
             return list(pool.map(one, tasks))
 
-    def run(self, args: list[str], cwd: Path, timeout: float | None = None) -> RunResult:
-        command = [self.python, *args]
+    def _env(self) -> dict[str, str]:
         env = dict(os.environ, PYTHONUNBUFFERED="1", PYTHONDONTWRITEBYTECODE="1")
         if self.cache_dir is not None:
             env["TRITON_CACHE_DIR"] = str(self.cache_dir)
         if self.kind == "interpreter":
             env["TRITON_INTERPRET"] = "1"
             env["CUDA_VISIBLE_DEVICES"] = ""
+        return env
+
+    def warm_up(self) -> None:
+        """Start the task server now (torch imports while the build renders); local Linux runs only."""
+        self._server()
+
+    def _server(self) -> TaskServer | None:
+        if self.kind not in ("cuda", "interpreter") or not sys.platform.startswith("linux") \
+                or os.environ.get("COURSEPACK_NO_TASK_SERVER"):
+            return None
+        env = self._env()
+        key = json.dumps([self.python, sorted(env.items())])
+        with _SERVERS_LOCK:
+            server = _SERVERS.get(key)
+            if server is None or not server.alive:
+                try:
+                    server = _SERVERS[key] = TaskServer(self.python, env)
+                except OSError:
+                    return None
+            return server
+
+    def run(self, args: list[str], cwd: Path, timeout: float | None = None) -> RunResult:
+        if args and args[0].endswith(".py"):
+            server = self._server()
+            result = server.run(args, cwd, timeout or self.timeout) if server else None
+            if result is not None:
+                return result
+        command = [self.python, *args]
+        env = self._env()
         shell = False
         if self.kind == "command":
             command = expand_template(self.template, cwd, command)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -86,7 +87,7 @@ def load_yaml(path: Path, problems: ProblemCollector, *, fold_markers: bool = Fa
     if text is None:
         return None
     try:
-        root = YAML(typ="rt" if fold_markers else "safe", pure=True).compose(text)
+        root = _compose(text, fold_markers)
     except MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         what = " ".join(part for part in (exc.context, exc.problem) if part)
@@ -102,6 +103,14 @@ def load_yaml(path: Path, problems: ProblemCollector, *, fold_markers: bool = Fa
         return None
     doc.data = _convert(root, (), doc, problems)
     return doc
+
+
+@lru_cache(maxsize=256)
+def _compose(text: str, fold_markers: bool) -> Node | None:
+    """The node tree of a text (the slow part of reading YAML in pure Python). Kept per text: a
+    process that loads the content again (i18n commands, tests) re-reads only the files that
+    changed. The tree is never modified: _convert only reads it."""
+    return YAML(typ="rt" if fold_markers else "safe", pure=True).compose(text)
 
 
 def _mark(node: Node) -> tuple[int, int]:

@@ -1,32 +1,31 @@
 #!/usr/bin/env python3
 """One lesson's verification, run in its job folder by a coursepack runner (this machine, a remote
-command, a Slurm task). Needs Python with torch and triton; nbclient and ipykernel for notebooks.
+command, a Slurm task). Needs Python with torch and triton; IPython to execute notebooks.
 
     python verify_job.py            reads job.json, writes result.json, exits 0 unless it broke
 
-Three kinds of step, run at once:
-  batch      every distinct kernel file (answers, declared mistakes) through one check.py process:
-             torch is imported once and shared by forking, each kernel file in its own children
-  exercise   each language's untouched exercise pack must ask for the blank (no torch needed)
-  notebook   each language's answer notebook executes top to bottom, its check cell included
+This process imports torch and triton once, before anything can start CUDA, and every step that
+needs them runs in a child forked from it (spawned where fork is unsafe or missing), so isolation
+stays per kernel file and per notebook while torch is imported once per lesson. Three kinds of step,
+run at once:
+  batch      every distinct kernel file (answers, declared mistakes) through the checker's batch
+             mode, each kernel file in children of its own
+  exercise   each language's untouched exercise pack must ask for the blank (no torch needed: a
+             plain `python check.py`, as a student runs it)
+  notebook   each language's answer notebook: every code cell, in order, in an IPython shell (the
+             interpreter a Jupyter kernel wraps) in a child of this process; the check cell included
 """
+import importlib.util
 import json
 import os
+import signal
 import subprocess
 import sys
+import tempfile
 import time
+import traceback
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-
-NOTEBOOK_SCRIPT = """
-import sys, nbformat
-from nbclient import NotebookClient
-nb = nbformat.read("lesson.ipynb", as_version=4)
-NotebookClient(nb, timeout={timeout}, kernel_name="python3", resources={{"metadata": {{"path": "."}}}}).execute()
-checks = [c for c in nb.cells if "check" in c.metadata.get("tags", [])]
-print("".join(o.get("text", "") for c in checks for o in c.get("outputs", [])))
-print("NOTEBOOK-OK")
-"""
 
 
 def run(command, cwd, timeout, **extra_env):
@@ -49,15 +48,26 @@ def _text(value):
     return value.decode("utf-8", "replace") if isinstance(value, bytes) else value
 
 
-def batch(job):
+def load_checker(path):
+    """A pack's check.py as a module: its batch mode and its choice of fork or spawn."""
+    spec = importlib.util.spec_from_file_location("coursepack_job_checker", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def batch(job, checker):
+    started = time.monotonic()
     spec = {"units": job["units"], "out": "units.json", "jobs": job["jobs"], "timeout": job["case_timeout"],
             "interpreter": job["interpreter"]}
     Path("batch.json").write_text(json.dumps(spec), encoding="utf-8")
-    result = run([sys.executable, job["checker"], "--batch", "batch.json"], ".", job["timeout"])
+    result = {"returncode": 0, "stdout": "", "stderr": "", "timed_out": False}
     try:
+        checker.run_batch("batch.json")
         result["units"] = json.loads(Path("units.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        result["units"] = None
+    except Exception:   # the checker broke (not a kernel: those fail inside their own children)
+        result.update(returncode=1, stderr=traceback.format_exc()[-4000:], units=None)
+    result["seconds"] = round(time.monotonic() - started, 2)
     return result
 
 
@@ -72,20 +82,105 @@ def exercise(folder, timeout):
             "stderr": as_json["stderr"], "seconds": round(as_json["seconds"] + plain["seconds"], 2)}
 
 
-def notebook(folder, timeout):
-    # beside the batch's children: a small thread pool each, not one thread per core
-    threads = str(max(1, (os.cpu_count() or 1) // 8))
-    return run([sys.executable, "-c", NOTEBOOK_SCRIPT.format(timeout=int(timeout))], folder, timeout + 60,
-               OMP_NUM_THREADS=threads, COURSEPACK_CHILD_THREADS=threads)
+def notebook(folder, timeout, context):
+    """Execute lesson.ipynb in a child; the same record as a `python -c` step (stdout ends with
+    NOTEBOOK-OK when every cell ran)."""
+    started = time.monotonic()
+    receive, send = context.Pipe(duplex=False)
+    process = context.Process(target=_notebook_child, args=(send, str(folder)))   # not daemonic: the
+    process.start()                                    # check cell starts children of its own
+    send.close()
+    report, timed_out = None, False
+    if receive.poll(timeout):
+        try:
+            report = receive.recv()
+        except (EOFError, OSError):
+            report = None
+    else:
+        timed_out = True
+    _stop(process)
+    receive.close()
+    if report is None:
+        why = f"no cell was running after {timeout} s" if timed_out else f"the notebook's process ended ({_exit_text(process.exitcode)})"
+        report = {"ok": False, "stdout": "", "stderr": f"{'timed out: ' if timed_out else ''}{why}"}
+    stdout = report["stdout"] + ("\nNOTEBOOK-OK\n" if report["ok"] else "")
+    return {"returncode": 0 if report["ok"] else (124 if timed_out else 1), "stdout": stdout[-20000:],
+            "stderr": report["stderr"][-4000:], "timed_out": timed_out, "seconds": round(time.monotonic() - started, 2)}
+
+
+def _notebook_child(send, folder):
+    if hasattr(os, "setpgrp"):
+        os.setpgrp()   # a timeout stops the cells' own children too
+    folder = os.path.abspath(folder)
+    os.chdir(folder)
+    sys.path.insert(0, folder)   # as in a kernel started in the notebook's folder: `from check import ...`
+    report = {"ok": False, "stdout": "", "stderr": ""}
+    try:
+        report = execute_cells(json.loads(Path("lesson.ipynb").read_text(encoding="utf-8")))
+    except BaseException:
+        report["stderr"] = traceback.format_exc()[-4000:]
+    finally:
+        send.send(report)
+        send.close()
+
+
+def execute_cells(notebook):
+    """Run the code cells in order, stopping at the first that raises; the outputs of the cells
+    tagged `check`, or the failing cell's output and traceback."""
+    from IPython.core.interactiveshell import InteractiveShell
+    from IPython.utils.capture import capture_output
+    from traitlets.config import Config
+    config = Config()
+    config.HistoryManager.enabled = False   # nothing written to ~/.ipython
+    shell = InteractiveShell.instance(config=config, colors="nocolor")
+    checks = []
+    code_cells = [c for c in notebook.get("cells", []) if c.get("cell_type") == "code"]
+    for number, cell in enumerate(code_cells, start=1):
+        source = cell["source"] if isinstance(cell["source"], str) else "".join(cell["source"])
+        with capture_output() as captured:
+            result = shell.run_cell(source, store_history=True)
+        if "check" in cell.get("metadata", {}).get("tags", []):
+            checks.append(captured.stdout)
+        if not result.success:
+            where = f"code cell {number} of {len(code_cells)} raised:\n"
+            return {"ok": False, "stdout": "".join(checks), "stderr": where + captured.stdout + captured.stderr}
+    return {"ok": True, "stdout": "".join(checks), "stderr": ""}
+
+
+def _stop(process):
+    if process.is_alive() and hasattr(os, "killpg"):
+        try:
+            os.killpg(process.pid, signal.SIGKILL)
+        except OSError:
+            pass
+    if process.is_alive():
+        process.kill()
+    process.join(10)
+
+
+def _exit_text(code):
+    return f"signal {-code}" if code is not None and code < 0 else f"exit status {code}"
 
 
 def main():
     job = json.loads(Path("job.json").read_text(encoding="utf-8"))
     started = time.monotonic()
+    checker = load_checker(job["checker"])
+    # torch and triton imported here (or already, by the task server), once, before any thread;
+    # this process has not asked the driver anything, so its children may fork and use the GPU
+    context = checker._fork_context(untouched=True)
+    if job["notebooks"]:
+        os.environ.setdefault("IPYTHONDIR", tempfile.mkdtemp(prefix="coursepack-ipython-"))
+        try:   # imported once here too, for every notebook child
+            import IPython.core.interactiveshell  # noqa: F401
+        except ImportError:
+            pass   # each notebook step reports it
+    # many children at once, each with a small torch thread pool rather than one thread per core
+    os.environ["COURSEPACK_CHILD_THREADS"] = str(max(1, (os.cpu_count() or 1) // max(1, int(job["jobs"]))))
     with ThreadPoolExecutor(max_workers=1 + len(job["exercises"]) + len(job["notebooks"])) as pool:
-        units = pool.submit(batch, job)
+        units = pool.submit(batch, job, checker)
         exercises = {locale: pool.submit(exercise, folder, 120) for locale, folder in job["exercises"].items()}
-        notebooks = {locale: pool.submit(notebook, folder, job["notebook_timeout"])
+        notebooks = {locale: pool.submit(notebook, folder, job["notebook_timeout"], context)
                      for locale, folder in job["notebooks"].items()}
         result = {"batch": units.result(),
                   "exercises": {locale: f.result() for locale, f in exercises.items()},
