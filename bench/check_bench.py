@@ -58,6 +58,12 @@ def split(data: dict) -> dict[str, float]:
             "case 1": ran[0] if ran else 0.0, "others": sum(ran[1:])}
 
 
+def slowest(data: dict) -> str:
+    ran = [c for c in data["cases"][1:] if "seconds" in c]
+    case = max(ran, key=lambda c: c["seconds"], default=None)
+    return f"{case['id']} {case['seconds']:.2f}" if case else "-"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("dist", nargs="?", type=Path, default=REPO / "build" / "dist")
@@ -78,7 +84,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"coursepack check.py benchmark · python {sys.version.split()[0]} · {repeat} warm run(s) each")
         print(f"  import torch alone: median {bare:.2f} s\n")
         print(f"  {'lesson':22} {'cases':>5} {'cold s':>7} {'warm s':>7} {'- torch':>7}   "
-              f"{'import':>6} {'child':>6} {'case 1':>6} {'others':>6}   on")
+              f"{'import':>6} {'child':>6} {'case 1':>6} {'others':>6}   {'slowest other case':24} on")
         for lesson, pack in packs.items():
             run_env = dict(env, TRITON_CACHE_DIR=str(work / f"triton-{lesson}"))
             cold, _ = timed(["check.py", "--json"], pack, run_env)
@@ -89,7 +95,8 @@ def main(argv: list[str] | None = None) -> int:
             where = runs[0].get("environment") or {}
             on = "interpreter (CPU)" if where.get("interpreter", True) else where.get("device", "GPU")
             print(f"  {lesson:22} {len(runs[0]['cases']):5d} {cold:7.2f} {wall:7.2f} {wall - bare:7.2f}   "
-                  f"{parts['import']:6.2f} {parts['child']:6.2f} {parts['case 1']:6.2f} {parts['others']:6.2f}   {on}")
+                  f"{parts['import']:6.2f} {parts['child']:6.2f} {parts['case 1']:6.2f} {parts['others']:6.2f}   "
+                  f"{slowest(runs[0]):24} {on}")
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return 0

@@ -275,3 +275,15 @@ def test_without_triton_the_checker_says_where_to_look(packs, tmp_path):
     assert done.returncode == 2, done.stdout + done.stderr
     data = texts(pack)
     assert data["platform_section"] in done.stdout and "Traceback" not in done.stdout + done.stderr
+
+
+def test_exit_codes_of_the_script_as_a_student_runs_it(packs):
+    """check.py leaves through os._exit (Python's clean-up with torch loaded takes most of a second):
+    the exit code and the output must still be what they were."""
+    pack = packs["lesson03_relu-en-exercise"]
+    missing = run_check(pack, "missing.py", process=True)
+    assert missing.returncode == 1 and "missing.py" in missing.stderr
+    wrong = run_check(pack, "--no-such-option", process=True)
+    assert wrong.returncode == 2 and "usage:" in wrong.stderr
+    blank = run_check(pack, process=True)
+    assert blank.returncode == 2 and "______" in blank.stdout

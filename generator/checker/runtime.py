@@ -1043,5 +1043,23 @@ def main(argv=None):
     return check(args)
 
 
+def exit_now(code):
+    """Leave without Python's clean-up: with torch and triton loaded it takes most of a second, and
+    nothing is left to do (files are closed, children stopped, output flushed here)."""
+    if isinstance(code, str):
+        print(code, file=sys.stderr)
+        code = 1
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            code = code or 1   # a closed or broken stdout (a pipe whose reader left)
+    os._exit(code or 0)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        result = main()
+    except SystemExit as stop:   # argparse, and a file that does not exist
+        result = stop.code
+    exit_now(result)
