@@ -65,6 +65,10 @@ class RunResult:
 
 TASK_SERVER = Path(__file__).resolve().parent / "checker" / "task_server.py"
 _SERVERS: dict[str, "TaskServer"] = {}
+# Read when torch or triton is imported (the server's import serves every task): a change starts a
+# new server. Every other variable is the task's own (the child takes the environment of its request).
+IMPORT_TIME_ENV = ("PYTHONPATH", "LD_LIBRARY_PATH", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "CUDA_VISIBLE_DEVICES",
+                   "TRITON_INTERPRET", "TRITON_CACHE_DIR", "TRITON_HOME", "TORCH_HOME", "PYTORCH_NVML_BASED_CUDA_CHECK")
 _SERVERS_LOCK = threading.Lock()
 
 
@@ -74,6 +78,8 @@ class TaskServer:
     One per runner Python and environment, for the life of this process (a test session runs many
     builds); every request is answered, and a dead server makes run() return None (the caller
     then starts a process as before)."""
+
+    START_WAIT_S = 600   # for the server's import of torch (a cold disk) and the task's fork
 
     def __init__(self, python: str, env: dict[str, str]):
         self.tmp = Path(tempfile.mkdtemp(prefix="coursepack-tasks-"))
@@ -99,22 +105,32 @@ class TaskServer:
             self.alive = False
             self.cond.notify_all()
 
-    def run(self, argv: list[str], cwd: Path, timeout: float) -> RunResult | None:
+    def run(self, argv: list[str], cwd: Path, timeout: float, env: dict[str, str]) -> RunResult | None:
+        """The task's result; None if the server cannot run it (the caller starts a process). The
+        timeout counts from the task's start, not from the server's own import of torch."""
         with self.cond:
             if not self.alive:
                 return None
             task_id, self.next_id = self.next_id, self.next_id + 1
         out, err = self.tmp / f"{task_id}.out", self.tmp / f"{task_id}.err"
-        request = {"id": task_id, "cwd": str(Path(cwd).resolve()), "argv": argv, "out": str(out), "err": str(err)}
+        request = {"id": task_id, "cwd": str(Path(cwd).resolve()), "argv": argv, "env": env,
+                   "out": str(out), "err": str(err)}
         start = time.monotonic()
         try:
             self.process.stdin.write(json.dumps(request) + "\n")
             self.process.stdin.flush()
         except (OSError, ValueError):
             return None
-        timed_out, deadline = False, start + timeout
         with self.cond:
-            while "exit" not in self.events.get(task_id, {}) and self.alive:
+            if not self.cond.wait_for(lambda: "pid" in self.events.get(task_id, {}) or not self.alive,
+                                      self.START_WAIT_S):
+                self.alive = False   # never started: stop the server, so that the task never does
+                self.process.kill()
+            if "pid" not in self.events.get(task_id, {}):
+                self.events.pop(task_id, None)
+                return None
+            timed_out, deadline = False, time.monotonic() + timeout
+            while "exit" not in self.events[task_id] and self.alive:
                 left = deadline - time.monotonic()
                 if left > 0:
                     self.cond.wait(left)
@@ -122,13 +138,9 @@ class TaskServer:
                     break   # killed, and still no word of its end
                 else:
                     timed_out, deadline = True, time.monotonic() + 10
-                    self._kill(self.events.get(task_id, {}).get("pid"))
-            event = self.events.pop(task_id, {})
-        if "exit" not in event:
-            if "pid" not in event:
-                return None   # the server died before it started the task
-            event["exit"] = -9
-        result = RunResult(124 if timed_out else event["exit"], _read_text(out), _read_text(err),
+                    self._kill(self.events[task_id]["pid"])
+            event = self.events.pop(task_id)
+        result = RunResult(124 if timed_out else event.get("exit", -9), _read_text(out), _read_text(err),
                            time.monotonic() - start, timed_out)
         for path in (out, err):
             path.unlink(missing_ok=True)
@@ -220,7 +232,7 @@ class Runner:
                 or os.environ.get("COURSEPACK_NO_TASK_SERVER"):
             return None
         env = self._env()
-        key = json.dumps([self.python, sorted(env.items())])
+        key = json.dumps([self.python, self.kind, str(self.cache_dir), [env.get(name) for name in IMPORT_TIME_ENV]])
         with _SERVERS_LOCK:
             server = _SERVERS.get(key)
             if server is None or not server.alive:
@@ -233,7 +245,7 @@ class Runner:
     def run(self, args: list[str], cwd: Path, timeout: float | None = None) -> RunResult:
         if args and args[0].endswith(".py"):
             server = self._server()
-            result = server.run(args, cwd, timeout or self.timeout) if server else None
+            result = server.run(args, cwd, timeout or self.timeout, self._env()) if server else None
             if result is not None:
                 return result
         command = [self.python, *args]

@@ -102,7 +102,7 @@ def test_a_dead_server_answers_none_and_is_replaced(tmp_path):
         if not server.alive:
             break
         time.sleep(0.05)
-    assert server.run(["task.py"], tmp_path, 10) is None   # run() then starts a process of its own
+    assert server.run(["task.py"], tmp_path, 10, dict(os.environ)) is None   # run() then starts a process
     result = runner.run(script(tmp_path, "print('again')\n"), tmp_path, timeout=120)
     assert (result.returncode, result.stdout.strip()) == (0, "again")
     assert server_of(runner) is not server
@@ -145,3 +145,16 @@ def test_a_failing_cell_stops_the_notebook_and_is_named(tmp_path):
     assert report["stderr"].startswith("code cell 1 of 2 raised:")
     assert "RuntimeError" in report["stderr"] and "cell two" in report["stderr"]
     assert "checked" not in report["stdout"]
+
+
+def test_the_timeout_counts_from_the_start_of_the_task_and_env_is_the_tasks(tmp_path, monkeypatch):
+    """A fresh server is still importing torch when the task is sent: that wait is not the task's."""
+    monkeypatch.setenv("COURSEPACK_TEST_VALUE", "first")
+    runner = Runner("interpreter", sys.executable, cache_dir=tmp_path / "own-cache")   # a server of its own
+    argv = script(tmp_path, "import os, time\ntime.sleep(1)\nprint(os.environ['COURSEPACK_TEST_VALUE'])\n")
+    result = runner.run(argv, tmp_path, timeout=2.5)
+    assert (result.returncode, result.stdout.strip(), result.timed_out) == (0, "first", False)
+    monkeypatch.setenv("COURSEPACK_TEST_VALUE", "second")   # not an import-time variable: same server
+    server = server_of(runner)
+    assert runner.run(argv, tmp_path, timeout=30).stdout.strip() == "second"
+    assert server_of(runner) is server

@@ -7,12 +7,14 @@ have). Linux only; elsewhere each task is a process of its own.
     python task_server.py
 
 Reads one JSON request per line on stdin, a script task to run:
-    {"id": 7, "cwd": "/job/folder", "argv": ["verify_job.py"], "out": "/tmp/x.out", "err": "/tmp/x.err"}
+    {"id": 7, "cwd": "/job/folder", "argv": ["verify_job.py"], "env": {...}, "out": "/tmp/x.out",
+     "err": "/tmp/x.err"}
 and writes one JSON line per event on stdout:
     {"ready": 2.41}            torch and triton are imported (seconds it took)
     {"id": 7, "pid": 1234}     the task's child started (its own process group: kill that to stop it)
     {"id": 7, "exit": 0}       it ended (negative: the signal that ended it)
-The child runs argv[0] as __main__ with argv as sys.argv, in cwd, its output in the files named.
+The child runs argv[0] as __main__ with argv as sys.argv, in cwd, with env as its environment, its
+output in the files named.
 The server ends when stdin closes.
 """
 import json
@@ -44,6 +46,8 @@ def run_child(request):
             os.close(opened)
         sys.stdout = open(1, "w", encoding="utf-8", errors="replace", buffering=1, closefd=False)
         sys.stderr = open(2, "w", encoding="utf-8", errors="backslashreplace", buffering=1, closefd=False)
+        os.environ.clear()
+        os.environ.update(request["env"])
         os.chdir(request["cwd"])
         script = os.path.abspath(request["argv"][0])
         sys.argv = [script, *request["argv"][1:]]

@@ -624,6 +624,10 @@ def review_edits(text, notebook=False):
     mine = code_lines(text)
     if mine is None or template is None:
         return [], None
+    while mine and not mine[-1]:   # blank lines at the end are no edit (an editor or a notebook adds them)
+        mine.pop()
+    while template and not template[-1]:
+        template.pop()
     blank_index = LESSON["blank_line"] - 1
     head, _, tail = template[blank_index].partition(BLANK)
     pattern = re.compile(re.escape(head.strip()) + r"(.*)" + re.escape(tail.strip()) + "$")
@@ -919,6 +923,8 @@ def worker(send, path, case_ids, force_interpreter):
     if not use_gpu:
         os.environ["TRITON_INTERPRET"] = "1"   # read when @triton.jit decorates the student's kernel
     import triton
+    if use_gpu:
+        torch.empty(1, device="cuda")   # the CUDA context: its cost counts as start-up, not as case 1
     send({"hello": environment(torch, triton, use_gpu), "startup_s": round(time.monotonic() - started, 3)})
     REFERENCE = reference_namespace()
     loading = time.monotonic()
@@ -956,29 +962,46 @@ def worker(send, path, case_ids, force_interpreter):
     send({"done": True})
 
 
+def preload():
+    """Import torch and triton, and what Triton imports on its first kernel call (its code
+    generator: some fifty modules), so that no forked child imports them again. Starts no CUDA."""
+    import importlib
+    for name in ("torch", "triton", "triton.compiler.code_generator"):
+        try:
+            importlib.import_module(name)
+        except ImportError:
+            if name in ("torch", "triton"):
+                raise
+
+
 _TORCH_UNTOUCHED = False   # torch imported by this script, before anything could start CUDA
+IMPORT_S = 0.0             # how long this script took to import torch and triton (0: they were there)
 
 
-def _fork_context():
+def _fork_context(untouched=False):
     """fork where no CUDA was started in this process (children then share its imported torch);
     spawn otherwise, and on platforms without fork. A process that asked the driver anything (even
-    torch.cuda.is_available(), unless through NVML) cannot fork children that use the GPU."""
-    global _TORCH_UNTOUCHED
+    torch.cuda.is_available(), unless through NVML) cannot fork children that use the GPU.
+    untouched=True: the caller vouches that nothing in this process has asked the driver anything
+    (coursepack's verification job, a fresh process or a child of its task server)."""
+    global _TORCH_UNTOUCHED, IMPORT_S
     import multiprocessing
     if "fork" not in multiprocessing.get_all_start_methods() or os.environ.get("COURSEPACK_SPAWN"):
         return multiprocessing.get_context("spawn")
     fork = multiprocessing.get_context("fork")
-    if "torch" not in sys.modules and not missing_packages():
-        import importlib
-        for name in ("torch", "triton"):   # imported once here: every forked child (a restart too) shares them
-            importlib.import_module(name)
-        _TORCH_UNTOUCHED = True
-        return fork
+    if ("torch" not in sys.modules or untouched) and not missing_packages():
+        started = time.monotonic()
+        preload()   # imported once here: every forked child (a restart too) shares them
+        IMPORT_S = time.monotonic() - started
+        _TORCH_UNTOUCHED = not sys.modules["torch"].cuda.is_initialized()
+        return fork if _TORCH_UNTOUCHED else multiprocessing.get_context("spawn")
     torch = sys.modules.get("torch")
-    if torch is None or _TORCH_UNTOUCHED:
+    if torch is None:
         return fork
-    if torch.cuda.is_initialized():
+    if torch.cuda.is_initialized():   # a notebook cell may have run a kernel since
         return multiprocessing.get_context("spawn")
+    if _TORCH_UNTOUCHED:
+        return fork
     if os.environ.get("PYTORCH_NVML_BASED_CUDA_CHECK") == "1" or not torch.cuda.is_available():
         return fork   # asked through NVML, or no GPU at all: nothing was started
     return multiprocessing.get_context("spawn")
@@ -1415,12 +1438,13 @@ def check(args, out=print, display=None, context=None, notebook=False):
         return EXIT_UNRUNNABLE
     with tempfile.TemporaryDirectory(prefix="coursepack-check-") as workdir:
         target = load_target(args.path, workdir, display)
-        env, results, edits, fill, load_error, blank, _ = evaluate(target, args.timeout, args.interpreter,
-                                                                   context, notebook)
+        env, results, edits, fill, load_error, blank, timing = evaluate(target, args.timeout, args.interpreter,
+                                                                        context, notebook)
         lines, status = render_report(target, env, results, edits, load_error, blank)
         if args.json:
-            out(json.dumps(json_result(target, env, results, edits, fill, load_error, status),
-                           ensure_ascii=False, indent=1))
+            data = json_result(target, env, results, edits, fill, load_error, status)
+            data["timing"] = dict(timing, parent_import_s=round(IMPORT_S, 3))
+            out(json.dumps(data, ensure_ascii=False, indent=1))
         else:
             out("\n".join(lines))
         if args.report:
@@ -1508,5 +1532,23 @@ def main(argv=None):
     return check(args)
 
 
+def exit_now(code):
+    """Leave without Python's clean-up: with torch and triton loaded it takes most of a second, and
+    nothing is left to do (files are closed, children stopped, output flushed here)."""
+    if isinstance(code, str):
+        print(code, file=sys.stderr)
+        code = 1
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            code = code or 1   # a closed or broken stdout (a pipe whose reader left)
+    os._exit(code or 0)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        result = main()
+    except SystemExit as stop:   # argparse, and a file that does not exist
+        result = stop.code
+    exit_now(result)
