@@ -617,11 +617,11 @@ def reference_namespace():
     return namespace
 
 
-def _draw(torch, spec, shape, seed):
+def _draw(torch, spec, shape, seed, device="cpu"):
     draw = spec.get("draw") or {}
     low, high = float(draw.get("low", -8.0)), float(draw.get("high", 8.0))
-    generator = torch.Generator().manual_seed(seed)
-    values = torch.rand(shape, generator=generator, dtype=torch.float64) * (high - low) + low
+    generator = torch.Generator(device=device).manual_seed(seed)
+    values = torch.rand(shape, generator=generator, dtype=torch.float64, device=device) * (high - low) + low
     if draw.get("alternate_signs"):
         flat = values.view(-1)
         flat[0::2] = -flat[0::2].abs()
@@ -649,18 +649,21 @@ def _layout(torch, logical, layout, seed):
         filler = _draw(torch, {}, (), seed)   # the slack holds other numbers, never the right ones
         if logical.dim() == 1:
             n = logical.shape[0]
-            storage = torch.full((2 * n,), float(filler), dtype=logical.dtype)
+            storage = torch.full((2 * n,), float(filler), dtype=logical.dtype, device=logical.device)
             storage[0::2] = logical
             return storage, lambda s: s[0::2]
         rows, cols = logical.shape
-        storage = _draw(torch, {}, (rows, cols + 7), seed + 1).to(logical.dtype)
+        storage = _draw(torch, {}, (rows, cols + 7), seed + 1, logical.device.type).to(logical.dtype)
         storage[:, :cols] = logical
         return storage, lambda s: s[:, :cols]
     return logical.contiguous(), lambda s: s
 
 
 def make_inputs(torch, case, device):
-    """The case's arguments, in declared order: (name, on-device value, CPU value) triples."""
+    """The case's arguments, in declared order: (name, on-device value, reference value) triples.
+    Reference values live on the CPU, drawn the same on every machine, except for a case that runs
+    only on a GPU: its (large) inputs are drawn, and its reference computed, on the GPU itself."""
+    home = device if case.get("gpu_only") else "cpu"
     dtype = getattr(torch, case.get("dtype", "float32"))
     dims = case.get("dims") or {}
     values = case.get("values") or {}
@@ -675,14 +678,14 @@ def make_inputs(torch, case, device):
             continue
         planted = [float(v) for v in values.get(name, [])]
         if not dims and planted:
-            logical = torch.tensor(planted, dtype=torch.float64)
+            logical = torch.tensor(planted, dtype=torch.float64, device=home)
         else:
             shape = tuple(int(dims[d]) if isinstance(d, str) else int(d) for d in spec["shape"])
-            logical = _draw(torch, spec, shape, seed)
+            logical = _draw(torch, spec, shape, seed, home)
             if planted:
                 _plant(logical, planted)
         storage, view = _layout(torch, logical.to(dtype), layouts.get(name, "contiguous"), seed)
-        made.append((name, view(storage.to(device)), view(storage)))
+        made.append((name, view(storage.to(device, copy=True)), view(storage)))   # the kernel's own copy
     return made
 
 
@@ -751,7 +754,7 @@ def compare(torch, expected, got, dtype):
 
 def run_case(torch, fn, case, device, reference):
     made = make_inputs(torch, case, device)
-    expected = reference["reference"](**{name: cpu for name, _, cpu in made})
+    expected = reference["reference"](**{name: ref for name, _, ref in made})
     poison = PoisonedOutputs(torch, float(LESSON["poison"]))
     with poison:
         out = fn(*[value for _, value, _ in made])
@@ -766,7 +769,7 @@ def run_case(torch, fn, case, device, reference):
     stray = poison.stray_write(out)
     if stray is not None:
         return {"status": "fail", "reason": "wrote_past_end", "index": stray, "n": out.numel()}
-    got = out.detach().double().cpu()
+    got = out.detach().double().to(expected.device)
     want = expected.double()
     bad = compare(torch, want, got, case.get("dtype", "float32"))
     count = int(bad.sum())
