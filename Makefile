@@ -28,8 +28,11 @@ packs: $(SETUP)
 verify: $(SETUP)
 	$(PY) -m generator verify --runner $(RUNNER) $(if $(JOBS),-j $(JOBS)) $(if $(SLURM_CONFIG),--slurm-config $(SLURM_CONFIG)) $(ARGS)
 
+# The suite runs in one process per CPU (pytest-xdist), a test file per process at a time; TEST_PROCS=0
+# runs it in this process alone.
+TEST_PROCS ?= auto
 test: $(SETUP)
-	$(PY) -m pytest -q $(ARGS)
+	$(PY) -m pytest -q -n $(TEST_PROCS) --dist loadfile $(ARGS)
 
 # GPU tests only (they skip, with the reason, where no CUDA GPU is visible).
 test-gpu: $(SETUP)

@@ -67,8 +67,9 @@ TASK_SERVER = Path(__file__).resolve().parent / "checker" / "task_server.py"
 _SERVERS: dict[str, "TaskServer"] = {}
 # Read when torch or triton is imported (the server's import serves every task): a change starts a
 # new server. Every other variable is the task's own (the child takes the environment of its request).
+# (Triton reads its own variables, TRITON_CACHE_DIR and TRITON_INTERPRET among them, when used.)
 IMPORT_TIME_ENV = ("PYTHONPATH", "LD_LIBRARY_PATH", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "CUDA_VISIBLE_DEVICES",
-                   "TRITON_INTERPRET", "TRITON_CACHE_DIR", "TRITON_HOME", "TORCH_HOME", "PYTORCH_NVML_BASED_CUDA_CHECK")
+                   "TORCH_HOME", "PYTORCH_NVML_BASED_CUDA_CHECK")
 _SERVERS_LOCK = threading.Lock()
 
 
@@ -232,7 +233,7 @@ class Runner:
                 or os.environ.get("COURSEPACK_NO_TASK_SERVER"):
             return None
         env = self._env()
-        key = json.dumps([self.python, self.kind, str(self.cache_dir), [env.get(name) for name in IMPORT_TIME_ENV]])
+        key = json.dumps([self.python, self.kind, [env.get(name) for name in IMPORT_TIME_ENV]])
         with _SERVERS_LOCK:
             server = _SERVERS.get(key)
             if server is None or not server.alive:

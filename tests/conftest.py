@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import os
@@ -50,15 +51,42 @@ def unzip(path: Path, into: Path) -> Path:
     return into / path.stem
 
 
-@pytest.fixture(scope="session")
-def built(tmp_path_factory) -> Path:
-    """One verified build of the whole course (Triton interpreter) shared by the end-to-end tests;
-    returns build/. Notebooks are executed elsewhere (tests/test_course.py), once."""
-    root = tmp_path_factory.mktemp("built")
+def shared_dir(tmp_path_factory, name: str, make) -> Path:
+    """A folder made once per test run, also when pytest-xdist runs the tests in several processes:
+    the first to come makes it (make(folder)) under a lock, the others wait and use it. Read only."""
+    base = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        base = base.parent   # the run's folder, above each worker's own
+    folder = base / f"shared-{name}"
+    with open(base / f"shared-{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (folder / ".made").exists():
+            shutil.rmtree(folder, ignore_errors=True)
+            folder.mkdir()
+            make(folder)
+            (folder / ".made").touch()
+    return folder
+
+
+def _build_course(root: Path) -> None:
     shutil.copytree(REPO / "content", root / "content")
     shutil.copytree(REPO / "generator" / "templates", root / "templates")
     build(options_for(root, runner="interpreter", jobs=2, notebook=False), progress=lambda _: None)
-    return root / "build"
+
+
+@pytest.fixture(scope="session")
+def built(tmp_path_factory) -> Path:
+    """One verified build of the whole course (Triton interpreter) shared by the end-to-end tests;
+    returns build/. Read only: a test that builds again or edits content takes own_build.
+    Notebooks are executed elsewhere (tests/test_course.py), once."""
+    return shared_dir(tmp_path_factory, "built", _build_course) / "build"
+
+
+@pytest.fixture
+def own_build(built: Path, tmp_path: Path) -> Path:
+    """A private copy of the shared build (content, templates, build/ with its caches); returns build/."""
+    shutil.copytree(built.parent, tmp_path / "course", ignore=shutil.ignore_patterns(".made"))
+    return tmp_path / "course" / "build"
 
 
 @pytest.fixture(scope="session")

@@ -25,24 +25,25 @@ def dist_state(dist):
 def test_kill_at_many_moments_never_leaves_a_half_written_dist(content_copy):
     root = content_copy
     command = [sys.executable, "-m", "generator", "build", "--content", "content", "--templates", "templates",
-               "--out", "build", "--no-verify"]
+               "--out", "build", "--no-verify", "--lesson", "lesson03_relu"]   # the swap is the same for any size
     env = dict(os.environ, PYTHONPATH=str(REPO))
     subprocess.run(command, cwd=root, env=env, check=True, capture_output=True)
     dist = root / "build" / "dist"
     complete = dist_state(dist)
-    assert len(complete) >= 4 and all(name.endswith(".zip") for name in complete)
+    assert len(complete) >= 2 and all(name.endswith(".zip") for name in complete)
     start = time.monotonic()
     subprocess.run(command, cwd=root, env=env, check=True, capture_output=True)
     duration = time.monotonic() - start
     kills = 0
-    for step in range(16):
+    steps = 10
+    for step in range(steps):
         process = subprocess.Popen(command, cwd=root, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        time.sleep(duration * (0.3 + 0.75 * step / 16))
+        time.sleep(duration * (0.3 + 0.75 * step / steps))
         if process.poll() is None:
             process.send_signal(signal.SIGKILL)
             kills += 1
         process.wait()
         assert dist.is_dir(), f"build/dist missing after a kill at step {step}"
         assert dist_state(dist) == complete
-    assert kills >= 4   # most builds are still running when the signal comes
-    print(f"killed {kills} of 16 builds at moments spread over a {duration:.2f} s build; dist stayed whole")
+    assert kills >= 3   # most builds are still running when the signal comes
+    print(f"killed {kills} of {steps} builds at moments spread over a {duration:.2f} s build; dist stayed whole")

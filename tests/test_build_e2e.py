@@ -47,7 +47,8 @@ def test_pack_contents(packs):
     assert "Verified on Triton interpreter on the CPU" in (exercise / "README.md").read_text()
 
 
-def test_second_build_is_byte_identical_and_cached(built, tmp_path):
+def test_second_build_is_byte_identical_and_cached(own_build):
+    built = own_build
     first = {p.name: p.read_bytes() for p in (built / "dist").iterdir()}
     root = built.parent
     result = build(options_for(root, runner="interpreter", notebook=False), progress=lambda _: None)
@@ -61,7 +62,8 @@ def test_second_build_is_byte_identical_and_cached(built, tmp_path):
     assert {p.name: p.read_bytes() for p in (built / "dist").iterdir()} == first
 
 
-def test_bad_content_changes_nothing_in_dist(built, capsys):
+def test_bad_content_changes_nothing_in_dist(own_build, capsys):
+    built = own_build
     root = built.parent
     before = {p.name: p.read_bytes() for p in (built / "dist").iterdir()}
     text = root / "content" / "lessons" / "lesson03_relu" / "text.en.yaml"
@@ -102,8 +104,8 @@ def test_command_runner_runs_the_gate_through_a_shell_template(tmp_path):
     assert record["mistakes_caught"] == record["mistakes_declared"] == 6
 
 
-def test_a_change_to_one_locale_re_verifies_only_that_locale(built):
-    root = built.parent
+def test_a_change_to_one_locale_re_verifies_only_that_locale(own_build):
+    root = own_build.parent
     quick = dict(runner="interpreter", notebook=False)
     build(options_for(root, **quick), progress=lambda _: None)        # both locales in the cache
     text = root / "content" / "lessons" / "lesson03_relu" / "text.en.yaml"

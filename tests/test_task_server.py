@@ -150,7 +150,8 @@ def test_a_failing_cell_stops_the_notebook_and_is_named(tmp_path):
 def test_the_timeout_counts_from_the_start_of_the_task_and_env_is_the_tasks(tmp_path, monkeypatch):
     """A fresh server is still importing torch when the task is sent: that wait is not the task's."""
     monkeypatch.setenv("COURSEPACK_TEST_VALUE", "first")
-    runner = Runner("interpreter", sys.executable, cache_dir=tmp_path / "own-cache")   # a server of its own
+    monkeypatch.setenv("OMP_NUM_THREADS", "3")   # read when torch is imported: a server of its own
+    runner = Runner("interpreter", sys.executable, cache_dir=tmp_path / "own-cache")
     argv = script(tmp_path, "import os, time\ntime.sleep(1)\nprint(os.environ['COURSEPACK_TEST_VALUE'])\n")
     result = runner.run(argv, tmp_path, timeout=2.5)
     assert (result.returncode, result.stdout.strip(), result.timed_out) == (0, "first", False)
