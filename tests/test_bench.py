@@ -1,4 +1,4 @@
-"""Smoke test of `make bench` (bench/build_bench.py): a benchmark that can rot silently needs one.
+"""Smoke tests of the benchmarks (bench/build_bench.py, bench/check_bench.py): a benchmark that can rot silently needs one.
 It asserts that the synthetic course builds and that numbers are printed, never a time."""
 
 import re
@@ -25,3 +25,13 @@ def test_bench_builds_one_synthetic_lesson_and_prints_numbers():
 def test_bench_refuses_a_bad_n_with_a_usage_message():
     result = bench("0")
     assert result.returncode == 2 and "usage:" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_check_bench_smoke_times_a_students_run(built):
+    """bench/check_bench.py (a student's `python check.py` next to `import torch`) prints its table."""
+    result = subprocess.run([sys.executable, str(REPO / "bench" / "check_bench.py"), str(built / "dist"), "--smoke"],
+                            cwd=REPO, capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr
+    assert "import torch alone: median" in result.stdout
+    row = next(line for line in result.stdout.splitlines() if line.strip().startswith("lesson0"))
+    assert "interpreter (CPU)" in row and len(row.split()) >= 10, result.stdout

@@ -77,7 +77,7 @@ def test_import_error_is_located(packs, tmp_path):
     assert "relu.py:3" in result.stdout
 
 
-@pytest.mark.parametrize("locale", LOCALES)
+@pytest.mark.parametrize("locale", ["zh-CN"])   # isolation is the same in every language
 def test_hang_times_out_and_check_ends(packs, locale, tmp_path):
     pack = exercise(packs, locale)
     path = filled(pack, "xv", tmp_path)
@@ -90,7 +90,7 @@ def test_hang_times_out_and_check_ends(packs, locale, tmp_path):
     assert "PASS" in result.stdout or "FAIL" in result.stdout   # the other cases still ran
 
 
-@pytest.mark.parametrize("locale", LOCALES)
+@pytest.mark.parametrize("locale", ["en"])   # isolation is the same in every language
 def test_crash_fails_that_case_only(packs, locale, tmp_path):
     pack = exercise(packs, locale)
     path = filled(pack, "tl.maximum(xv, 0.0, propagate_nan=tl.PropagateNan.ALL)", tmp_path)
@@ -189,14 +189,6 @@ def test_bench_without_gpu_says_so(packs):
     assert result.returncode == 2 and "needs a CUDA GPU" in result.stdout
 
 
-def test_interpreter_full_run_is_fast(packs):
-    """Not a timing assertion: prints the figure for the closing note (a student's whole run)."""
-    import time
-    start = time.monotonic()
-    assert run_check(packs["lesson03_relu-en-answer"], process=True).returncode == 0
-    print(f"full interpreter run: {time.monotonic() - start:.1f} s")
-
-
 def test_too_much_memory_fails_the_case_with_a_reason(packs, tmp_path):
     pack = exercise(packs, "en")
     path = filled(pack, "tl.maximum(xv, 0.0, propagate_nan=tl.PropagateNan.ALL)", tmp_path)
@@ -226,7 +218,7 @@ def relu(x, BLOCK=256):
 '''
 
 
-@pytest.mark.parametrize("locale", LOCALES)
+@pytest.mark.parametrize("locale", ["zh-CN"])   # isolation is the same in every language
 def test_a_sticky_gpu_fault_fails_only_its_own_case(packs, locale, tmp_path):
     """A CUDA error is sticky for its process: the case that caused it fails with the cause in the
     student's words, and a fresh process runs every later case (simulated here on the CPU)."""
@@ -287,3 +279,12 @@ def test_exit_codes_of_the_script_as_a_student_runs_it(packs):
     assert wrong.returncode == 2 and "usage:" in wrong.stderr
     blank = run_check(pack, process=True)
     assert blank.returncode == 2 and "______" in blank.stdout
+
+
+def test_every_language_has_the_isolation_messages(packs):
+    """The hang, crash and fault tests run in one language each; the others format the same way."""
+    for name, pack in packs.items():
+        messages = texts(pack)["messages"]
+        assert "3.0" in messages["timed_out"].format(seconds=3.0), name
+        assert "SIGABRT" in messages["crashed"].format(code="SIGABRT"), name
+        assert messages["gpu_fault"].strip() and "boom" in messages["raised"].format(text="boom"), name
