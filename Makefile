@@ -28,9 +28,9 @@ packs: $(SETUP)
 verify: $(SETUP)
 	$(PY) -m generator verify --runner $(RUNNER) $(if $(JOBS),-j $(JOBS)) $(if $(SLURM_CONFIG),--slurm-config $(SLURM_CONFIG)) $(ARGS)
 
-# The suite runs in one process per CPU (pytest-xdist), a test file per process at a time; TEST_PROCS=0
-# runs it in this process alone.
-TEST_PROCS ?= auto
+# The suite runs in one process per CPU and one more (pytest-xdist; the Slurm and browser files
+# mostly wait), a test file per process at a time; TEST_PROCS=0 runs it in this process alone.
+TEST_PROCS ?= $(shell python3 -c "import os; print((os.cpu_count() or 1) + 1)")
 test: $(SETUP)
 	$(PY) -m pytest -q -n $(TEST_PROCS) --dist loadfile $(ARGS)
 

@@ -42,7 +42,7 @@ def _runner_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-j", "--jobs", type=int, default=min(8, os.cpu_count() or 2),
                         help="verification steps run at once (default: the CPU count, at most 8: %(default)s)")
     parser.add_argument("--no-notebook", action="store_true",
-                        help="skip executing the answer notebook (needs nbclient and ipykernel on the runner)")
+                        help="skip executing the answer notebook (needs IPython on the runner)")
     slurm = parser.add_argument_group("--runner slurm", "settings file (see examples/slurm.yaml) and overrides")
     slurm.add_argument("--slurm-config", type=Path, metavar="FILE", help="YAML settings: partition, account, qos, "
                        "time_limit, gres, sbatch_args, setup_lines, python, staging, max_retries, pending_limit_s ...")

@@ -5,7 +5,7 @@
 #   scripts/gpu_rerun.sh [OUTDIR]        (default OUTDIR: build/gpu-rerun-<UTC time>)
 #
 # PYTHON (default python3) must have torch with CUDA and triton, the generator's libraries
-# (jinja2 markdown-it-py nbformat ruamel.yaml pydantic; nbclient + ipykernel for the notebook step)
+# (jinja2 markdown-it-py nbformat ruamel.yaml pydantic; IPython for the notebook step)
 # and pytest + hypothesis for the tests. On an offline machine, put their wheels in .whl/
 # (scripts/fetch_wheels.sh, where there is network); they are installed into a temporary folder.
 # OUTDIR receives log.txt, report.md, report.json, zips.sha256 and tests.txt.
@@ -62,7 +62,7 @@ EOF
 )"
 [ -z "$MISSING" ] || die "missing in $PY: $MISSING (pip install them, or put their wheels in .whl/)"
 NOTEBOOK_ARGS=""
-if ! "$PY" -c "import nbclient, ipykernel" >/dev/null 2>&1; then
+if ! "$PY" -c "import IPython" >/dev/null 2>&1; then
   NOTEBOOK_ARGS="--no-notebook"   # the answer notebook is not executed; the report says so
 fi
 
@@ -102,7 +102,7 @@ fi
 echo
 echo "GPU re-run summary"
 echo "  machine:  $ENV_LINE"
-echo "  packs:    $([ "$packs_rc" = 0 ] && echo verified || echo "FAILED (exit $packs_rc)") in ${packs_s} s${NOTEBOOK_ARGS:+ (notebook step skipped: nbclient/ipykernel missing)}"
+echo "  packs:    $([ "$packs_rc" = 0 ] && echo verified || echo "FAILED (exit $packs_rc)") in ${packs_s} s${NOTEBOOK_ARGS:+ (notebook step skipped: IPython missing)}"
 echo "  tests:    $([ "$tests_rc" = 0 ] && echo ok || echo "FAILED (exit $tests_rc)"): ${tests_line:-no pytest summary} (${tests_s} s)"
 if [ -f "$OUT/report.md" ]; then
   echo "  report:   $OUT/report.md (per-step results, timings, GPU-vs-interpreter disagreements)"

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Verify every pack on an offline GPU machine that has python3 with torch and triton.
-# Optional: wheels for the rest (nbformat, nbclient, ipykernel, ruamel.yaml, pydantic and their
+# Optional: wheels for the rest (nbformat, ipython, ruamel.yaml, pydantic and their
 # needs) in .whl/, made on a machine with network access by `scripts/fetch_wheels.sh`.
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -26,11 +26,18 @@ except ImportError:  # pragma: no cover - torch is in the lock file
     pass
 
 
+# Test files that mostly wait (on Slurm's scheduler, on a browser) go first: under pytest-xdist a
+# file is sent to a process in this order, and a file started last would end last.
+FIRST = ("test_slurm.py", "test_html_browser.py")
+
+
 def pytest_collection_modifyitems(config, items):
     skip = pytest.mark.skip(reason="needs a CUDA GPU; none is visible to torch here")
     for item in items:
         if "cuda" in item.keywords and not HAS_CUDA:
             item.add_marker(skip)
+    rank = {name: i for i, name in enumerate(FIRST)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(FIRST)))   # stable: the rest keep their order
 
 
 @pytest.fixture

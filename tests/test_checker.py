@@ -284,6 +284,8 @@ def test_exit_codes_of_the_script_as_a_student_runs_it(packs):
 def test_every_language_has_the_isolation_messages(packs):
     """The hang, crash and fault tests run in one language each; the others format the same way."""
     for name, pack in packs.items():
+        if not (pack / "check.py").exists():
+            continue   # a course bundle: its lessons' packs are checked under their own names
         messages = texts(pack)["messages"]
         assert "3.0" in messages["timed_out"].format(seconds=3.0), name
         assert "SIGABRT" in messages["crashed"].format(code="SIGABRT"), name
