@@ -84,10 +84,12 @@ class TaskServer:
 
     def __init__(self, python: str, env: dict[str, str]):
         self.tmp = Path(tempfile.mkdtemp(prefix="coursepack-tasks-"))
-        self.process = subprocess.Popen([python, str(TASK_SERVER)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                        stderr=open(self.tmp / "server.err", "wb"), env=env, text=True, bufsize=1)
+        with open(self.tmp / "server.err", "wb") as errors:
+            self.process = subprocess.Popen([python, str(TASK_SERVER)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                            stderr=errors, env=env, text=True, bufsize=1)
         self.events: dict[int, dict] = {}
         self.cond = threading.Condition()
+        self.writing = threading.Lock()   # one request line at a time from the runner's threads
         self.next_id = 0
         self.alive = True
         threading.Thread(target=self._read, daemon=True).start()
@@ -118,8 +120,9 @@ class TaskServer:
                    "out": str(out), "err": str(err)}
         start = time.monotonic()
         try:
-            self.process.stdin.write(json.dumps(request) + "\n")
-            self.process.stdin.flush()
+            with self.writing:
+                self.process.stdin.write(json.dumps(request) + "\n")
+                self.process.stdin.flush()
         except (OSError, ValueError):
             return None
         with self.cond:

@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from pathlib import Path
 
@@ -159,3 +160,29 @@ def test_the_timeout_counts_from_the_start_of_the_task_and_env_is_the_tasks(tmp_
     server = server_of(runner)
     assert runner.run(argv, tmp_path, timeout=30).stdout.strip() == "second"
     assert server_of(runner) is server
+
+
+def test_closing_the_server_stops_the_tasks_still_running(tmp_path, monkeypatch):
+    """The build's end (its stdin closes, however the build ends) leaves no task running."""
+    monkeypatch.setenv("OMP_NUM_THREADS", "5")   # a server of its own
+    runner = Runner("interpreter", sys.executable, cache_dir=tmp_path / "cache")
+    marker = tmp_path / "task.pid"
+    argv = script(tmp_path, f"import os, time\nopen({str(marker)!r}, 'w').write(str(os.getpid()))\ntime.sleep(300)\n")
+    results = []
+    worker = threading.Thread(target=lambda: results.append(runner.run(argv, tmp_path, timeout=300)))
+    worker.start()
+    for _ in range(600):
+        if marker.exists() and marker.read_text():
+            break
+        time.sleep(0.05)
+    task = int(marker.read_text())
+    server = server_of(runner)
+    server.close()
+    worker.join(30)
+    assert not worker.is_alive() and results and results[0].returncode != 0
+    for _ in range(50):
+        if not running(task):
+            break
+        time.sleep(0.1)
+    else:
+        pytest.fail("a task outlived its server")

@@ -15,11 +15,13 @@ and writes one JSON line per event on stdout:
     {"id": 7, "exit": 0}       it ended (negative: the signal that ended it)
 The child runs argv[0] as __main__ with argv as sys.argv, in cwd, with env as its environment, its
 output in the files named.
-The server ends when stdin closes.
+The server ends when stdin closes (the build's end, however it ends), and stops the tasks still
+running then. It ignores SIGINT: Ctrl-C in the build's terminal ends the build, which closes stdin.
 """
 import json
 import os
 import runpy
+import signal
 import sys
 import threading
 import time
@@ -38,6 +40,7 @@ def run_child(request):
     """In the forked child: become the task, then leave without returning to the server's code."""
     code = 1
     try:
+        signal.signal(signal.SIGINT, signal.default_int_handler)   # the server ignores it; the task must not
         os.setpgrp()
         for fd, name, flags in ((0, os.devnull, os.O_RDONLY), (1, request["out"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC),
                                 (2, request["err"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC)):
@@ -84,6 +87,9 @@ def reap(tasks, lock):
 
 
 def main():
+    # Ctrl-C in the build's terminal reaches this process too: it ends when the build closes its
+    # stdin instead (the build's exit, however it comes), and stops the tasks still running then.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     started = time.monotonic()
     import torch  # noqa: F401  (shared by every child)
     import triton  # noqa: F401
@@ -104,6 +110,12 @@ def main():
                 run_child(request)
             tasks[pid] = request["id"]
         write({"id": request["id"], "pid": pid})
+    with lock:
+        for pid in list(tasks):   # the build is over: nothing may outlive it
+            try:
+                os.killpg(pid, signal.SIGKILL)
+            except OSError:
+                pass
     return 0
 
 

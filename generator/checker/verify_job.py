@@ -127,9 +127,13 @@ def _notebook_child(send, folder):
 def execute_cells(notebook):
     """Run the code cells in order, stopping at the first that raises; the outputs of the cells
     tagged `check`, or the failing cell's output and traceback."""
-    from IPython.core.interactiveshell import InteractiveShell
-    from IPython.utils.capture import capture_output
-    from traitlets.config import Config
+    try:
+        from IPython.core.interactiveshell import InteractiveShell
+        from IPython.utils.capture import capture_output
+        from traitlets.config import Config
+    except ImportError as exc:
+        return {"ok": False, "stdout": "", "stderr": f"IPython is needed to execute the notebook on the runner "
+                f"({exc}); install it there, or build with --no-notebook"}
     config = Config()
     config.HistoryManager.enabled = False   # nothing written to ~/.ipython
     shell = InteractiveShell.instance(config=config, colors="nocolor")
