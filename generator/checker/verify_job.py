@@ -166,16 +166,6 @@ def _exit_text(code):
     return f"signal {-code}" if code is not None and code < 0 else f"exit status {code}"
 
 
-def warm_compile_key():
-    """Triton hashes its own source files for its compile-cache keys, once per process (0.4 s on an
-    H200 host): done here, before any fork, every kernel file's child inherits the result."""
-    try:
-        from triton.runtime.cache import triton_key
-        triton_key()
-    except Exception:   # another Triton version: each child computes it, as before
-        pass
-
-
 def main():
     job = json.loads(Path("job.json").read_text(encoding="utf-8"))
     started = time.monotonic()
@@ -184,7 +174,7 @@ def main():
     # this process has not asked the driver anything, so its children may fork and use the GPU
     context = checker._fork_context(untouched=True)
     if not job["interpreter"]:
-        warm_compile_key()
+        checker.warm_compile_key()   # before any fork: every kernel file's child inherits it
     if job["notebooks"]:
         os.environ.setdefault("IPYTHONDIR", tempfile.mkdtemp(prefix="coursepack-ipython-"))
         try:   # imported once here too, for every notebook child
