@@ -205,7 +205,12 @@ def test_interrupting_the_build_cancels_its_jobs(cluster, tmp_path, sig):
     assert child.returncode != 0
     job = re.search(r"submitted job (\d+)", out).group(1)
     assert f"slurm: cancelled job {job}" in out
-    state = _sh("squeue", "--noheader", "--states=all", f"--jobs={job}", "--format=%T").split()
+    deadline = time.monotonic() + 60
+    while True:   # COMPLETING while slurmd stops the job's processes, then CANCELLED
+        state = _sh("squeue", "--noheader", "--states=all", f"--jobs={job}", "--format=%T").split()
+        if state != ["COMPLETING"] or time.monotonic() > deadline:
+            break
+        time.sleep(0.5)
     assert state == ["CANCELLED"]
 
 

@@ -21,7 +21,6 @@ import os
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 import traceback
 from concurrent.futures import ThreadPoolExecutor
@@ -101,8 +100,9 @@ def notebook(folder, timeout, context):
     _stop(process)
     receive.close()
     if report is None:
-        why = f"no cell was running after {timeout} s" if timed_out else f"the notebook's process ended ({_exit_text(process.exitcode)})"
-        report = {"ok": False, "stdout": "", "stderr": f"{'timed out: ' if timed_out else ''}{why}"}
+        why = (f"timed out: the notebook did not finish within {timeout} s" if timed_out
+               else f"the notebook's process ended ({_exit_text(process.exitcode)})")
+        report = {"ok": False, "stdout": "", "stderr": why}
     stdout = report["stdout"] + ("\nNOTEBOOK-OK\n" if report["ok"] else "")
     return {"returncode": 0 if report["ok"] else (124 if timed_out else 1), "stdout": stdout[-20000:],
             "stderr": report["stderr"][-4000:], "timed_out": timed_out, "seconds": round(time.monotonic() - started, 2)}
@@ -176,7 +176,9 @@ def main():
     if not job["interpreter"]:
         checker.warm_compile_key()   # before any fork: every kernel file's child inherits it
     if job["notebooks"]:
-        os.environ.setdefault("IPYTHONDIR", tempfile.mkdtemp(prefix="coursepack-ipython-"))
+        profile = Path("ipython").resolve()   # IPython's own folder, in the job folder: not the user's
+        profile.mkdir(exist_ok=True)
+        os.environ.setdefault("IPYTHONDIR", str(profile))
         try:   # imported once here too, for every notebook child
             import IPython.core.interactiveshell  # noqa: F401
         except ImportError:
