@@ -81,16 +81,22 @@ def exercise(folder, timeout):
             "stderr": as_json["stderr"], "seconds": round(as_json["seconds"] + plain["seconds"], 2)}
 
 
-def notebook(folder, timeout, context):
-    """Execute lesson.ipynb in a child; the same record as a `python -c` step (stdout ends with
-    NOTEBOOK-OK when every cell ran)."""
-    started = time.monotonic()
+def start_notebook(folder, context):
+    """Fork the notebook's child now, while this process has no other thread: a fork copies the
+    locks other threads hold (tempfile's, an import's) and the child would wait on them forever."""
     receive, send = context.Pipe(duplex=False)
     process = context.Process(target=_notebook_child, args=(send, str(folder)))   # not daemonic: the
     process.start()                                    # check cell starts children of its own
     send.close()
+    return process, receive, time.monotonic()
+
+
+def notebook(started_notebook, timeout):
+    """The notebook's record, the same as a `python -c` step (stdout ends with NOTEBOOK-OK when
+    every cell ran)."""
+    process, receive, started = started_notebook
     report, timed_out = None, False
-    if receive.poll(timeout):
+    if receive.poll(max(timeout - (time.monotonic() - started), 0)):
         try:
             report = receive.recv()
         except (EOFError, OSError):
@@ -185,11 +191,12 @@ def main():
             pass   # each notebook step reports it
     # many children at once, each with a small torch thread pool rather than one thread per core
     os.environ["COURSEPACK_CHILD_THREADS"] = str(max(1, (os.cpu_count() or 1) // max(1, int(job["jobs"]))))
+    started_notebooks = {locale: start_notebook(folder, context) for locale, folder in job["notebooks"].items()}
     with ThreadPoolExecutor(max_workers=1 + len(job["exercises"]) + len(job["notebooks"])) as pool:
         units = pool.submit(batch, job, checker)
         exercises = {locale: pool.submit(exercise, folder, 120) for locale, folder in job["exercises"].items()}
-        notebooks = {locale: pool.submit(notebook, folder, job["notebook_timeout"], context)
-                     for locale, folder in job["notebooks"].items()}
+        notebooks = {locale: pool.submit(notebook, begun, job["notebook_timeout"])
+                     for locale, begun in started_notebooks.items()}
         result = {"batch": units.result(),
                   "exercises": {locale: f.result() for locale, f in exercises.items()},
                   "notebooks": {locale: f.result() for locale, f in notebooks.items()}}
