@@ -175,10 +175,14 @@ def test_a_pack_is_verified_through_slurm(cluster, tmp_path):
 def test_a_task_cancelled_while_it_runs(cluster, tmp_path):
     def progress(line):
         if re.search(r"\b1 running\b", line):
+            deadline = time.monotonic() + 60   # RUNNING comes before the task's Python has started
+            while not (tmp_path / "started").exists() and time.monotonic() < deadline:
+                time.sleep(0.2)
             _sh("scancel", f"{runner.job_ids[0]}_0")
 
     runner = SlurmRunner(_settings(), progress)
-    [result] = runner.run_tasks([Task("long", tmp_path, _py("print('up', flush=True); import time; time.sleep(120)"), 300)])
+    code = "print('up', flush=True); open('started', 'w').close(); import time; time.sleep(120)"
+    [result] = runner.run_tasks([Task("long", tmp_path, _py(code), 300)])
     assert result.state == "CANCELLED" and result.returncode is None
     assert result.detail.startswith("CANCELLED: cancelled") and result.job_id in result.detail
     assert "up" in result.stdout and "CANCELLED" in result.stderr   # slurmstepd's line
