@@ -227,8 +227,7 @@ def _runner(options: BuildOptions, progress: Progress):
     """The build's runner, already starting its warm task process where it has one."""
     runner = make_runner(options.runner, options.python, options.runner_command, options.out / "triton-cache",
                          BuildCache(options.out).probes / "auto.json", options.slurm, progress)
-    if hasattr(runner, "warm_up"):
-        runner.warm_up()
+    runner.warm_up()
     return runner
 
 

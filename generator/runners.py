@@ -229,13 +229,12 @@ class Runner:
 
     def warm_up(self) -> None:
         """Start the task server now (torch imports while the build renders); local Linux runs only."""
-        self._server()
+        self._server(self._env())
 
-    def _server(self) -> TaskServer | None:
+    def _server(self, env: dict[str, str]) -> TaskServer | None:
         if self.kind not in ("cuda", "interpreter") or not sys.platform.startswith("linux") \
                 or os.environ.get("COURSEPACK_NO_TASK_SERVER"):
             return None
-        env = self._env()
         key = json.dumps([self.python, self.kind, [env.get(name) for name in IMPORT_TIME_ENV]])
         with _SERVERS_LOCK:
             server = _SERVERS.get(key)
@@ -247,13 +246,13 @@ class Runner:
             return server
 
     def run(self, args: list[str], cwd: Path, timeout: float | None = None) -> RunResult:
+        env = self._env()
         if args and args[0].endswith(".py"):
-            server = self._server()
-            result = server.run(args, cwd, timeout or self.timeout, self._env()) if server else None
+            server = self._server(env)
+            result = server.run(args, cwd, timeout or self.timeout, env) if server else None
             if result is not None:
                 return result
         command = [self.python, *args]
-        env = self._env()
         shell = False
         if self.kind == "command":
             command = expand_template(self.template, cwd, command)
@@ -369,6 +368,9 @@ class SlurmVerifier:
 
     def check_usable(self, info: dict) -> None:
         self.slurm.check_reachable()
+
+    def warm_up(self) -> None:
+        """Nothing to start ahead: the nodes import torch in their own jobs."""
 
     def run_tasks(self, tasks: list[Task], progress: Callable[[str], None] = lambda _: None,
                   parallel: int = 1) -> list[TaskResult]:

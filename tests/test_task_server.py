@@ -33,7 +33,7 @@ def script(folder: Path, body: str) -> list[str]:
 
 
 def server_of(runner: Runner) -> runners.TaskServer:
-    server = runner._server()
+    server = runner._server(runner._env())
     assert server is not None and server.alive
     return server
 
@@ -110,9 +110,9 @@ def test_a_dead_server_answers_none_and_is_replaced(tmp_path):
 
 
 def test_no_server_for_a_command_runner_or_when_switched_off(monkeypatch):
-    assert Runner("command", sys.executable, "{cmd}")._server() is None
+    assert Runner("command", sys.executable, "{cmd}")._server({}) is None
     monkeypatch.setenv("COURSEPACK_NO_TASK_SERVER", "1")
-    assert Runner("interpreter", sys.executable)._server() is None
+    assert Runner("interpreter", sys.executable)._server({}) is None
 
 
 NOTEBOOK = {"cells": [

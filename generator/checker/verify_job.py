@@ -8,8 +8,8 @@ This process imports torch and triton once, before anything can start CUDA, and 
 needs them runs in a child forked from it (spawned where fork is unsafe or missing), so isolation
 stays per kernel file and per notebook while torch is imported once per lesson. Three kinds of step,
 run at once:
-  batch      every distinct kernel file (answers, declared mistakes) through the checker's batch
-             mode, each kernel file in children of its own
+  batch      every distinct kernel file (answers, declared mistakes) through the checker's
+             check_units, each kernel file in children of its own
   exercise   each language's untouched exercise pack must ask for the blank (no torch needed: a
              plain `python check.py`, as a student runs it)
   notebook   each language's answer notebook: every code cell, in order, in an IPython shell (the
@@ -48,7 +48,7 @@ def _text(value):
 
 
 def load_checker(path):
-    """A pack's check.py as a module: its batch mode and its choice of fork or spawn."""
+    """A pack's check.py as a module: its check_units and its choice of fork or spawn."""
     spec = importlib.util.spec_from_file_location("coursepack_job_checker", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -57,13 +57,9 @@ def load_checker(path):
 
 def batch(job, checker):
     started = time.monotonic()
-    spec = {"units": job["units"], "out": "units.json", "jobs": job["jobs"], "timeout": job["case_timeout"],
-            "interpreter": job["interpreter"]}
-    Path("batch.json").write_text(json.dumps(spec), encoding="utf-8")
     result = {"returncode": 0, "stdout": "", "stderr": "", "timed_out": False}
     try:
-        checker.run_batch("batch.json")
-        result["units"] = json.loads(Path("units.json").read_text(encoding="utf-8"))
+        result["units"] = checker.check_units(job["units"], job["jobs"], job["case_timeout"], job["interpreter"])
     except Exception:   # the checker broke (not a kernel: those fail inside their own children)
         result.update(returncode=1, stderr=traceback.format_exc()[-4000:], units=None)
     result["seconds"] = round(time.monotonic() - started, 2)

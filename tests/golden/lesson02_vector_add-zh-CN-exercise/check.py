@@ -1376,7 +1376,6 @@ def parse_args(argv):
     parser.add_argument("--bench", action="store_true", help=msg("help_bench"))
     parser.add_argument("--timeout", type=float, default=LESSON.get("timeout_s", 120), help=msg("help_timeout"))
     parser.add_argument("--interpreter", action="store_true", help=msg("help_interpreter"))
-    parser.add_argument("--batch", metavar="FILE", help=argparse.SUPPRESS)
     return parser.parse_args(argv)
 
 
@@ -1444,22 +1443,17 @@ def bench_after_check(target, status, out):
     return subprocess.call([sys.executable, str(HERE / LESSON["bench"]), "--kernel", str(target.path)])
 
 
-def run_batch(spec_path):
-    """Verification: the cases of many kernel files, a child process per file (several at once),
-    torch imported once in this process and shared by forking. Writes one JSON result file."""
-    spec = json.loads(Path(spec_path).read_text(encoding="utf-8"))
-    jobs = max(1, int(spec.get("jobs", 1)))
-    os.environ["COURSEPACK_CHILD_THREADS"] = str(max(1, (os.cpu_count() or 1) // jobs))
+def check_units(units, jobs, timeout, interpreter):
+    """Verification: the cases of many kernel files ({"id", "path"} each), several at once, each
+    in child processes of its own; torch imported once in this process and shared by forking.
+    Returns each unit's JSON result (as --json gives it, plus the report's text and timing)."""
     _fork_context()   # imports torch once, here, before any thread: forked children share it
-    units = spec["units"]
-    results = {}
     from concurrent.futures import ThreadPoolExecutor
 
     def one(unit):
         started = time.monotonic()
         target = Target(Path(unit["path"]), unit["path"], Path(unit["path"]).read_text(encoding="utf-8"))
-        env, cases, edits, fill, load_error, blank, timing = evaluate(
-            target, spec.get("timeout", LESSON["timeout_s"]), spec.get("interpreter", False))
+        env, cases, edits, fill, load_error, blank, timing = evaluate(target, timeout, interpreter)
         lines, status = render_report(target, env, cases, edits, load_error, blank)
         data = json_result(target, env, cases, edits, fill, load_error, status)
         data["text"] = "\n".join(lines)
@@ -1467,11 +1461,8 @@ def run_batch(spec_path):
         data["timing"] = timing
         return unit["id"], data
 
-    with ThreadPoolExecutor(max_workers=jobs) as pool:
-        for unit_id, data in pool.map(one, units):
-            results[unit_id] = data
-    Path(spec["out"]).write_text(json.dumps(results, ensure_ascii=False, indent=1), encoding="utf-8")
-    return EXIT_PASS
+    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+        return dict(pool.map(one, units))
 
 
 class CheckFailed(Exception):
@@ -1486,14 +1477,12 @@ def check_notebook(entry_function):
     text = "".join(linecache.getlines(source_file)) if source_file else ""
     if not text:
         raise CheckFailed(msg("no_cell_source"))
-    # A process that started CUDA must not be forked: its children could not use the GPU. The setup
-    # cell asks whether a GPU exists through NVML, which starts nothing; a cell that ran a kernel did.
-    context = None   # _fork_context decides: the setup cell asked for a GPU through NVML
+    # Fork or spawn is _fork_context's choice: the setup cell asked for a GPU through NVML, which
+    # starts nothing; a cell that ran a kernel started CUDA, and then its children are spawned.
     with tempfile.TemporaryDirectory(prefix="coursepack-cell-") as workdir:
         path = Path(workdir) / LESSON["module"]
         path.write_text(text, encoding="utf-8")
-        args = parse_args([str(path)])
-        code = check(args, display=msg("notebook_cell"), context=context, notebook=True)
+        code = check(parse_args([str(path)]), display=msg("notebook_cell"), notebook=True)
     if code != EXIT_PASS:
         raise CheckFailed(msg("notebook_failed"))
 
@@ -1502,8 +1491,6 @@ def main(argv=None):
     args = parse_args(sys.argv[1:] if argv is None else argv)
     if args.hint is not None:
         return show_hint(args.hint)
-    if args.batch:
-        return run_batch(args.batch)
     return check(args)
 
 
