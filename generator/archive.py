@@ -38,9 +38,10 @@ _ZIPPED_KEEP = 64
 
 def zip_pack(pack: Pack) -> bytes:
     """The same files always give the same bytes: sorted entries, fixed times and permissions."""
-    # The manifest holds the sha256 of every other file, and check_zip proves it before a zip is
-    # kept: the pack's name and manifest name its files.
-    key = hashlib.sha256(pack.name.encode() + b"\0" + pack.files.get("manifest.json", b"")).hexdigest()
+    digest = hashlib.sha256(pack.name.encode())   # the files themselves: a manifest may be stale
+    for name in sorted(pack.files):
+        digest.update(b"\0" + name.encode() + b"\0" + hashlib.sha256(pack.files[name]).digest())
+    key = digest.hexdigest()
     if key not in _ZIPPED:
         while len(_ZIPPED) >= _ZIPPED_KEEP:
             _ZIPPED.pop(next(iter(_ZIPPED)))
