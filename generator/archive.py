@@ -9,7 +9,9 @@ import os
 import posixpath
 import shutil
 import stat
+import struct
 import zipfile
+import zlib
 from pathlib import Path
 
 from generator.errors import CoursepackError
@@ -50,18 +52,58 @@ def zip_pack(pack: Pack) -> bytes:
 
 
 def _zip(pack: Pack) -> bytes:
-    buffer = io.BytesIO()
-    root = pack.name
-    with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=6) as archive:
-        for name in sorted(pack.files):
-            info = zipfile.ZipInfo(f"{root}/{safe_entry(name)}", date_time=FIXED_TIME)
-            info.external_attr = (stat.S_IFREG | FILE_MODE) << 16
-            info.create_system = 3
-            info.compress_type = zipfile.ZIP_DEFLATED
-            archive.writestr(info, pack.files[name], compresslevel=6)
-    data = buffer.getvalue()
+    """A zip written here rather than by zipfile, so that a large constant part of a file (the
+    vendored mermaid in every page) is deflated once per process instead of once per page."""
+    out, central = bytearray(), bytearray()
+    names = sorted(pack.files)
+    for name in names:
+        entry = f"{pack.name}/{safe_entry(name)}".encode("utf-8")
+        data = pack.files[name]
+        packed = deflate(data)
+        if max(len(data), len(packed), len(out)) >= 0xFFFFFFFF:
+            raise ArchiveError(f"{pack.name}.zip: {name} is too large for a zip without ZIP64")
+        flags = 0x800 if not entry.isascii() else 0   # bit 11: the name is UTF-8
+        fields = struct.pack("<HHHHHIII", 20, flags, 8, _DOS_TIME, _DOS_DATE, zlib.crc32(data), len(packed), len(data))
+        central += (struct.pack("<IH", 0x02014B50, (3 << 8) | 20) + fields
+                    + struct.pack("<HHHHHII", len(entry), 0, 0, 0, 0, (stat.S_IFREG | FILE_MODE) << 16, len(out))
+                    + entry)
+        out += struct.pack("<I", 0x04034B50) + fields + struct.pack("<HH", len(entry), 0) + entry + packed
+    out += central + struct.pack("<IHHHHIIH", 0x06054B50, 0, 0, len(names), len(names), len(central), len(out), 0)
+    data = bytes(out)
     check_zip(data, pack)
     return data
+
+
+_DOS_TIME, _DOS_DATE = 0, (FIXED_TIME[0] - 1980) << 9 | FIXED_TIME[1] << 5 | FIXED_TIME[2]
+LEVEL = 6
+_CONSTANT: dict[bytes, bytes] = {}   # large byte strings found in many files -> their deflated form
+
+
+def constant_part(data: bytes) -> bytes:
+    """Declare data (at least 64 KiB) a part that many files contain whole: deflate() then reuses
+    its compressed form. Returns data."""
+    if len(data) >= 1 << 16 and data not in _CONSTANT:
+        _CONSTANT[data] = _deflate_part(data)
+    return data
+
+
+def _deflate_part(data: bytes) -> bytes:
+    """Raw deflate of data from a fresh state, ending byte-aligned on a full flush (no final block):
+    such parts, joined and followed by a final block, are one valid deflate stream."""
+    compressor = zlib.compressobj(LEVEL, zlib.DEFLATED, -15)
+    return compressor.compress(data) + compressor.flush(zlib.Z_FULL_FLUSH)
+
+
+def deflate(data: bytes) -> bytes:
+    """Raw deflate (zip method 8) of data; its constant parts come from their cache."""
+    parts, start = [], 0
+    for blob, packed in _CONSTANT.items():
+        at = data.find(blob, start)
+        if at >= 0:
+            parts += [_deflate_part(data[start:at]), packed]
+            start = at + len(blob)
+    compressor = zlib.compressobj(LEVEL, zlib.DEFLATED, -15)
+    return b"".join(parts) + compressor.compress(data[start:]) + compressor.flush(zlib.Z_FINISH)
 
 
 def check_zip(data: bytes, pack: Pack) -> None:

@@ -46,6 +46,7 @@ from pygments.lexers import get_lexer_by_name
 from pygments.util import ClassNotFound
 
 from generator import charts as C
+from generator.archive import constant_part
 from generator.errors import CoursepackError
 from generator.markdown import EXTERNAL, _slug
 
@@ -287,7 +288,7 @@ def mermaid_script() -> str:
 
 @lru_cache(maxsize=1)
 def _mermaid_bytes() -> bytes:
-    return mermaid_script().strip("\n").encode("utf-8")
+    return constant_part(mermaid_script().strip("\n").encode("utf-8"))   # every page's zip entry reuses its deflate
 
 
 def strip_vendored(page: bytes) -> bytes:

@@ -3,7 +3,7 @@ import zipfile
 
 import pytest
 
-from generator.archive import ArchiveError, replace_dir, safe_entry, zip_pack
+from generator.archive import ArchiveError, constant_part, deflate, replace_dir, safe_entry, zip_pack
 from generator.pack import Pack, manifest
 
 
@@ -22,6 +22,31 @@ def test_zip_is_deterministic_and_normalised():
                                                "lesson-en-exercise/manifest.json"]
         assert {i.date_time for i in infos} == {(1980, 1, 1, 0, 0, 0)}
         assert {(i.external_attr >> 16) & 0o777 for i in infos} == {0o644}
+
+
+def test_a_constant_part_is_deflated_once_and_every_file_still_reads_back(tmp_path):
+    """Pages share the vendored mermaid: its deflate is reused inside each page's stream, wherever it
+    sits; zipfile (which checks every CRC) and a fresh inflate give back the exact bytes."""
+    import random
+    import zlib
+    rng = random.Random(7)
+    blob = constant_part(bytes(rng.randrange(97, 123) for _ in range(1 << 17)))
+    files = {"start.html": blob + b"<p>after</p>", "middle.html": b"<p>\xc3\xa9t\xc3\xa9</p>" + blob + b"</html>",
+             "end.html": b"before" + blob, "twice.html": blob + b"|" + blob, "only.html": blob,
+             "small.txt": b"no blob here", "empty.txt": b"", "\u76ee\u5f55/\u6587\u4ef6.md": "\u4e2d\u6587".encode()}
+    for data in files.values():
+        assert zlib.decompress(deflate(data), -15) == data
+    assert len(deflate(blob + b"x")) < len(blob) * 0.7   # still compressed (26 letters: 4.7 bits each)
+    pack = Pack("lesson", "en", "answer", dict(files))
+    pack.files["manifest.json"] = manifest(pack, None)
+    data = zip_pack(pack)
+    (tmp_path / "p.zip").write_bytes(data)
+    with zipfile.ZipFile(tmp_path / "p.zip") as archive:
+        assert archive.testzip() is None
+        assert {i.filename.split("/", 1)[1]: archive.read(i) for i in archive.infolist()} == pack.files
+        assert "lesson-en-answer/\u76ee\u5f55/\u6587\u4ef6.md" in archive.namelist()
+        archive.extractall(tmp_path / "out")
+    assert (tmp_path / "out" / "lesson-en-answer" / "twice.html").read_bytes() == files["twice.html"]
 
 
 @pytest.mark.parametrize("name", ["../x", "/abs", "a/../../b", "a//b", "./a", "a\\b", "C:x", ""])

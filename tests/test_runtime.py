@@ -97,3 +97,35 @@ def test_gpu_faults_are_recognised_by_type_and_words(rt):
     assert rt.is_gpu_fault(torch, AcceleratorError("boom"), "cpu")
     assert rt.is_gpu_fault(torch, RuntimeError("CUDA error: an illegal memory access was encountered"), "cpu")
     assert not rt.is_gpu_fault(torch, ValueError("shapes differ"), "cpu")
+
+
+def test_lean_interpreter_skips_only_the_overflow_work_the_interpreter_throws_away(rt, monkeypatch):
+    """Without debug the interpreter's device_assert drops the overflow check it was handed, so the
+    checker turns the 64-bit recomputation off: the same results, int32 wrap-around included."""
+    import triton
+    import triton.language as tl
+    from triton.runtime import interpreter
+
+    monkeypatch.setenv("TRITON_INTERPRET", "1")   # read when @triton.jit decorates
+
+    @triton.jit
+    def wrap(x, out, n, BLOCK: tl.constexpr):
+        offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        mask = offsets < n
+        v = tl.load(x + offsets, mask=mask)
+        tl.store(out + offsets, v * 65536 * 65536 + v - 7, mask=mask)
+
+    x = torch.tensor([1, -3, 2**30, 12345, 0], dtype=torch.int32)
+    builder = interpreter.interpreter_builder
+    monkeypatch.setattr(builder, "options", builder.options)   # restored after the test
+    assert builder.options.sanitize_overflow and not builder.options.debug
+    results = []
+    for lean in (False, True):
+        if lean:
+            rt.lean_interpreter()
+        out = torch.empty_like(x)
+        wrap[(2,)](x, out, x.numel(), BLOCK=4)
+        results.append(out)
+    assert not builder.options.sanitize_overflow
+    assert torch.equal(results[0], results[1])
+    assert torch.equal(results[1], x * 65536 * 65536 + x - 7)

@@ -192,7 +192,8 @@ def test_a_task_cancelled_while_it_runs(cluster, tmp_path):
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
 def test_interrupting_the_build_cancels_its_jobs(cluster, tmp_path, sig):
     script = f"""
-        import sys; from pathlib import Path
+        import signal, sys; from pathlib import Path
+        signal.signal(signal.SIGINT, signal.default_int_handler)   # as in a terminal, also when pytest runs in the background
         from generator.slurm import SlurmRunner, SlurmSettings, Task
         runner = SlurmRunner(SlurmSettings(gres="", python=sys.executable, poll_s=0.5), lambda l: print(l, flush=True))
         runner.run_tasks([Task("t", Path({str(tmp_path)!r}), ["{{python}}", "-c", "import time; time.sleep(120)"], 300)])
