@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from generator.cli import main
+from generator.runners import Runner, Task
 from tests.conftest import REPO, run_check, unzip
 
 pytestmark = pytest.mark.slow
@@ -77,11 +78,11 @@ def test_every_lesson_bench_runs_as_a_smoke_test(packs):
     lesson's bench keeps it from rotting. The answer edition's kernel is filled in."""
     answers = [pack for name, pack in sorted(packs.items()) if name.startswith("lesson") and name.endswith("-en-answer")]
     assert answers
-    runs = [subprocess.Popen([sys.executable, "bench.py", "--smoke", "--json", "b.json"], cwd=pack,
-                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) for pack in answers]
-    for pack, run in zip(answers, runs):   # all at once: each mostly imports torch
-        output, _ = run.communicate(timeout=600)
-        assert run.returncode == 0, output
+    # through the interpreter runner, as verification runs a bench: children of its warm task process
+    runner = Runner("interpreter")
+    tasks = [Task(pack.name, pack, ["{python}", "bench.py", "--smoke", "--json", "b.json"], 600) for pack in answers]
+    for pack, result in zip(answers, runner.run_tasks(tasks, parallel=len(tasks))):
+        assert result.state == "COMPLETED", result.stdout + result.stderr
         data = json.loads((pack / "b.json").read_text())
         assert data["tables"] and all(r["ms"] > 0 for rows in data["tables"].values() for r in rows)
 

@@ -997,17 +997,21 @@ def check(args, out=print, display=None, context=None, notebook=False):
                 out(msg("report_written", file=args.report))
         code = {"pass": EXIT_PASS, "fail": EXIT_FAIL}.get(status, EXIT_UNRUNNABLE)
         if args.bench and not args.json:
-            code = bench_after_check(target, status, out)
+            no_gpu = env is not None and env.get("interpreter") and not args.interpreter
+            code = bench_after_check(target, status, out, no_gpu)
         return code
 
 
-def bench_after_check(target, status, out):
+def bench_after_check(target, status, out, no_gpu=False):
     """--bench: time only a kernel that passed its cases, with the lesson's own bench.py."""
     if status != "pass":
         out(msg("bench_after_failures" if status == "fail" else "bench_not_run"))
         return EXIT_FAIL if status == "fail" else EXIT_UNRUNNABLE
     if not LESSON.get("bench"):
         out(msg("bench_none"))
+        return EXIT_UNRUNNABLE
+    if no_gpu:   # the cases ran in the interpreter because torch sees no GPU: bench.py would say so
+        out(msg("bench_needs_gpu"))
         return EXIT_UNRUNNABLE
     out("")
     return subprocess.call([sys.executable, str(HERE / LESSON["bench"]), "--kernel", str(target.path)])
