@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import fcntl
+import gc
 import hashlib
 import json
 import os
@@ -18,12 +19,16 @@ from generator.build import BuildOptions, build
 
 REPO = Path(__file__).resolve().parent.parent
 HAS_CUDA = False
+gc.disable()   # as check.py and the task server import torch: no collection passes meanwhile, none over it later
 try:
     import torch
 
     HAS_CUDA = torch.cuda.is_available()
 except ImportError:  # pragma: no cover - torch is in the lock file
     pass
+finally:
+    gc.freeze()
+    gc.enable()
 
 
 # Test files that mostly wait (on Slurm's scheduler, on a browser) go first: under pytest-xdist a

@@ -18,6 +18,11 @@ from generator.render import finalize_pack, jinja_env
 GOLDEN = Path(__file__).resolve().parent / "golden"
 
 
+def golden_names() -> list[str]:
+    """The packs that have a golden tree (every lesson pack of the real content, when up to date)."""
+    return sorted(p.name for p in GOLDEN.iterdir() if p.is_dir()) if GOLDEN.is_dir() else []
+
+
 def current_packs() -> dict[str, dict[str, bytes]]:
     options = BuildOptions()
     env = jinja_env(options.templates)

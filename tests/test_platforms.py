@@ -11,6 +11,7 @@ where an unreachable index fails them."""
 from __future__ import annotations
 
 import os
+import functools
 import re
 import shutil
 import subprocess
@@ -25,10 +26,19 @@ from packaging.version import Version
 
 from generator.loader import load_content
 from tests.conftest import REPO
-from tests.golden_update import current_packs
+from tests.golden_update import current_packs, golden_names
 
-PACKS = current_packs()
-CONTENT = load_content(REPO / "content")
+PACKS = golden_names()   # the lesson packs; rendered on first use, not when a test process collects
+
+
+@functools.lru_cache(maxsize=1)
+def packs() -> dict[str, dict[str, bytes]]:
+    return current_packs()
+
+
+@functools.lru_cache(maxsize=1)
+def content():
+    return load_content(REPO / "content")
 MIN_TRITON = Version("3.6")
 
 PLATFORMS = {   # uv's --python-platform, and the marker values pip would see there
@@ -60,10 +70,10 @@ def applicable(text: str, platform: str) -> dict[str, tuple[int, Requirement]]:
 
 
 def requirements_of_every_pack() -> dict[str, str]:
-    return {name: files["requirements.txt"].decode("utf-8") for name, files in sorted(PACKS.items())}
+    return {name: files["requirements.txt"].decode("utf-8") for name, files in sorted(packs().items())}
 
 
-@pytest.mark.parametrize("name", sorted(PACKS))
+@pytest.mark.parametrize("name", PACKS)
 def test_markers_pick_triton_per_platform(name):
     text = requirements_of_every_pack()[name]
     linux, windows, macos = (applicable(text, p) for p in ("linux", "windows", "macos"))
@@ -87,11 +97,11 @@ def test_markers_pick_triton_per_platform(name):
     assert "macOS" in explanation and "no Triton" in explanation and "README.md" in explanation, explanation
 
 
-@pytest.mark.parametrize("name", sorted(PACKS))
+@pytest.mark.parametrize("name", PACKS)
 def test_readme_says_which_route_fits_which_machine_before_the_install_step(name):
     locale = re.search(r"-(zh-CN|en)-", name).group(1)
-    ui = CONTENT.locales[locale]
-    readme = PACKS[name]["README.md"].decode("utf-8")
+    ui = content().locales[locale]
+    readme = packs()[name]["README.md"].decode("utf-8")
     section = readme.index(f"## {ui.pack.readme_machine_title}\n")
     install = readme.index("pip install -r requirements.txt")
     assert section < install
@@ -102,7 +112,7 @@ def test_readme_says_which_route_fits_which_machine_before_the_install_step(name
 
 
 def test_checker_message_when_triton_cannot_be_imported():
-    for code, ui in CONTENT.locales.items():
+    for code, ui in content().locales.items():
         message = ui.checker["no_triton"]
         assert set(re.findall(r"\{(\w+)\}", message)) == {"platform", "section"}, code
         text = message.format(platform="macOS (arm64)", section=ui.pack.readme_machine_title)
