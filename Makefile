@@ -32,7 +32,7 @@ verify: $(SETUP)
 # mostly wait), a test file per process at a time; TEST_PROCS=0 runs it in this process alone.
 TEST_PROCS ?= $(shell python3 -c "import os; print((os.cpu_count() or 1) + 1)")
 test: $(SETUP)
-	$(PY) -m pytest -q -n $(TEST_PROCS) --dist loadfile $(ARGS)
+	$(PY) -m pytest -q -n $(TEST_PROCS) --dist loadfile --no-loadscope-reorder $(ARGS)
 
 # GPU tests only (they skip, with the reason, where no CUDA GPU is visible).
 test-gpu: $(SETUP)

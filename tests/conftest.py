@@ -31,9 +31,14 @@ finally:
     gc.enable()
 
 
-# Test files that mostly wait (on Slurm's scheduler, on a browser) go first: under pytest-xdist a
-# file is sent to a process in this order, and a file started last would end last.
-FIRST = ("test_slurm.py", "test_html_browser.py")
+# The order in which pytest-xdist hands out test files (`make test` passes --no-loadscope-reorder,
+# which keeps it): the longest first, so that none starts last and ends last. The first three go
+# to the three processes at once: the Slurm file (mostly waiting on the scheduler), the browser file
+# (it builds the shared course), a long file that needs no build; the fourth waits behind the Slurm
+# file, so it is short. Files not named keep their order, after these.
+FIRST = ("test_slurm.py", "test_html_browser.py", "test_i18n.py", "test_golden.py", "test_checker.py",
+         "test_bad_inputs.py", "test_build_e2e.py", "test_atomic.py", "test_platforms.py", "test_task_server.py",
+         "test_bench.py", "test_otter_compare.py", "test_fuzz.py")
 
 
 def pytest_collection_modifyitems(config, items):
