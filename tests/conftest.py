@@ -101,8 +101,11 @@ def built(tmp_path_factory) -> Path:
 
 @pytest.fixture
 def own_build(built: Path, tmp_path: Path) -> Path:
-    """A private copy of the shared build (content, templates, build/ with its caches); returns build/."""
-    shutil.copytree(built.parent, tmp_path / "course", ignore=shutil.ignore_patterns(".made"))
+    """A private copy of the shared build (content, templates, build/ with its caches, not its job
+    folders: a build makes its own); returns build/."""
+    def skip(folder: str, names: list[str]) -> list[str]:
+        return [n for n in names if n == ".made" or (Path(folder) == built and n == "work")]
+    shutil.copytree(built.parent, tmp_path / "course", ignore=skip)
     return tmp_path / "course" / "build"
 
 
