@@ -46,9 +46,10 @@ def new_driver(width: int = 1000, height: int = 1300, dark: bool = False):
     return driver
 
 
-def set_offline(driver) -> None:
+def set_offline(driver, offline: bool = True) -> None:
     driver.execute_cdp_cmd("Network.emulateNetworkConditions", {
-        "offline": True, "latency": 0, "downloadThroughput": 0, "uploadThroughput": 0})
+        "offline": offline, "latency": 0, "downloadThroughput": -1 if not offline else 0,
+        "uploadThroughput": -1 if not offline else 0})
 
 
 def wait_for_figures(driver, timeout: float = 60.0) -> str:

@@ -140,19 +140,17 @@ def test_page_renders_offline_ready(browser, unzipped, name):
         _schemes(browser, page, name)
 
 
-def test_page_loads_with_the_network_off(unzipped):
-    _require_browser()
+def test_page_loads_with_the_network_off(browser, unzipped):
     page = unzipped["lesson03_relu-zh-CN-answer"] / "lesson.html"
-    driver = new_driver()
+    set_offline(browser)
     try:
-        set_offline(driver)
-        state, urls = _load(driver, page)
+        state, urls = _load(browser, page)
         assert state == "done"
-        assert driver.execute_script("return document.querySelectorAll('pre.mermaid svg').length") == 2
-        assert driver.execute_script("return document.querySelectorAll('main math').length") > 0
-        assert _severe(driver) == [] and _left_the_page(urls, page) == []
+        assert browser.execute_script("return document.querySelectorAll('pre.mermaid svg').length") == 2
+        assert browser.execute_script("return document.querySelectorAll('main math').length") > 0
+        assert _severe(browser) == [] and _left_the_page(urls, page) == []
     finally:
-        driver.quit()
+        set_offline(browser, False)
 
 
 def test_measured_charts_and_hints_in_the_browser(browser, tmp_path):
