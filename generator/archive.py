@@ -19,6 +19,7 @@ from generator.pack import Pack
 
 FIXED_TIME = (1980, 1, 1, 0, 0, 0)
 FILE_MODE = 0o644
+_DOS_TIME, _DOS_DATE = 0, (FIXED_TIME[0] - 1980) << 9 | FIXED_TIME[1] << 5 | FIXED_TIME[2]
 
 
 class ArchiveError(CoursepackError):
@@ -74,7 +75,6 @@ def _zip(pack: Pack) -> bytes:
     return data
 
 
-_DOS_TIME, _DOS_DATE = 0, (FIXED_TIME[0] - 1980) << 9 | FIXED_TIME[1] << 5 | FIXED_TIME[2]
 LEVEL = 6
 _CONSTANT: dict[bytes, bytes] = {}   # large byte strings found in many files -> their deflated form
 

@@ -4,7 +4,6 @@ tmp_path alone; course bundles whose links work; benches that cannot rot; no les
 import json
 import re
 import subprocess
-import sys
 import zipfile
 from pathlib import Path
 
