@@ -7,8 +7,8 @@ Each figure is one build of a private copy of the content, in a temporary folder
   warm      Triton's compile cache kept, every verification record and bench result removed
   no-op     the same inputs again (nothing runs)
   edit      one lesson's English text changed: only that lesson's English packs are verified again
-Prints numbers; never fails on time. `--smoke` runs the smallest case (one lesson, one locale,
-no notebook) so that a test can keep this script from rotting.
+Prints numbers; never fails on time. `--smoke` runs the smallest case (the one-lesson course of
+`coursepack init`, no notebook, cold only) so that a test can keep this script from rotting.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ sys.path.insert(0, str(REPO))
 
 from generator.build import BuildOptions, build  # noqa: E402
 from generator.runners import _close_servers  # noqa: E402
+from generator.skeleton import init_course  # noqa: E402
 
 
 def timed_build(options: BuildOptions) -> tuple[float, dict]:
@@ -66,14 +67,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--jobs", type=int, default=min(8, os.cpu_count() or 2))
     parser.add_argument("--no-notebook", action="store_true")
     parser.add_argument("--cold-only", action="store_true", help="only the cold build")
-    parser.add_argument("--smoke", action="store_true", help="one lesson, one locale, no notebook, cold only")
+    parser.add_argument("--smoke", action="store_true", help="the course of `coursepack init`, no notebook, cold only")
     args = parser.parse_args(argv)
     if args.smoke:
-        args.lesson, args.locale, args.no_notebook = args.lesson or ["lesson03_relu"], args.locale or ["en"], True
-        args.cold_only = True
+        args.no_notebook, args.cold_only = True, True
     root = Path(tempfile.mkdtemp(prefix="coursepack-verify-bench-"))
     try:
-        shutil.copytree(REPO / "content", root / "content")
+        if args.smoke:
+            init_course(root)
+        else:
+            shutil.copytree(REPO / "content", root / "content")
         options = BuildOptions(content=root / "content", out=root / "build", runner=args.runner, jobs=args.jobs,
                                notebook=not args.no_notebook, lessons=tuple(args.lesson), locales=tuple(args.locale))
         figures = []

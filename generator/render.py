@@ -122,7 +122,8 @@ def _render_pack(ctx: LessonContext, env: jinja2.Environment) -> Pack:
     lesson_md, cells = split_cells(document, tokens)
     pack.files[spec.kernel_file] = code.encode()
     pack.files["lesson.md"] = lesson_md.encode()
-    pack.files["lesson.html"] = pack_page(ctx, env, lesson_md, None)   # rendered again when final
+    if not ctx.bundle:   # early for the leak scan and the formula errors; a bundle's packs are final at once
+        pack.files["lesson.html"] = pack_page(ctx, env, lesson_md, None)   # rendered again when final
     pack.files["lesson.ipynb"] = build_notebook(cells, ctx.locale, ctx.heading)
     pack.files["check.py"] = checker_source(ctx).encode()
     for extra in spec.files:

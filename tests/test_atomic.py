@@ -47,11 +47,11 @@ def test_kill_at_many_moments_never_leaves_a_half_written_dist(tmp_path):
         states.append(dist_state(dist))
     assert states[0] != states[1] and sorted(states[0]) == sorted(states[1]) and len(states[0]) >= 2
     duration = min(durations)   # the second build's, as warm as the ones that follow
-    kills, steps = 0, 8
+    kills, steps = 0, 6
     for step in range(steps):   # the moments run from the build's loading to its last tenth
         text.write_text(versions[step % 2], encoding="utf-8")
         process = subprocess.Popen(command, cwd=root, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        time.sleep(duration * (0.3 + 0.6 * step / steps))
+        time.sleep(duration * (0.3 + 0.6 * step / (steps - 1)))
         if process.poll() is None:
             process.send_signal(signal.SIGKILL)
             kills += 1

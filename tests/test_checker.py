@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from tests.conftest import HAS_CUDA, check_json, filled, lesson_data, run_check
+from tests.conftest import HAS_CUDA, check_json, filled, lesson_data, load_checker, run_check
 
 pytestmark = pytest.mark.slow
 LOCALES = ["zh-CN", "en"]
@@ -80,14 +80,14 @@ def test_import_error_is_located(packs, tmp_path):
 @pytest.mark.parametrize("locale", ["zh-CN"])   # isolation is the same in every language
 def test_hang_times_out_and_check_ends(packs, locale, tmp_path):
     pack = exercise(packs, locale)
-    path = filled(pack, "xv", tmp_path)
+    path = filled(pack, "tl.maximum(xv, 0.0, propagate_nan=tl.PropagateNan.ALL)", tmp_path)
     path.write_text(path.read_text().replace("    out = torch.empty_like(x)\n",
-                                             "    while x.numel() == 5:\n        pass\n    out = torch.empty_like(x)\n", 1))
-    result = run_check(pack, str(path), "--timeout", "3")
+                                             "    while x.numel() == 255:\n        pass\n    out = torch.empty_like(x)\n", 1))
+    result = run_check(pack, str(path), "--timeout", "2.5")   # one case hangs: tail_255
     assert result.returncode == 1
-    message = texts(pack)["messages"]["timed_out"].format(seconds=3.0)
-    assert message in result.stdout
-    assert "PASS" in result.stdout or "FAIL" in result.stdout   # the other cases still ran
+    assert result.stdout.count(texts(pack)["messages"]["timed_out"].format(seconds=2.5)) == 1
+    statuses = [line.split()[0] for line in result.stdout.splitlines() if line.startswith(("  PASS", "  FAIL"))]
+    assert statuses.count("FAIL") == 1 and statuses.count("PASS") >= 10, result.stdout   # the others still ran
 
 
 @pytest.mark.parametrize("locale", ["en"])   # isolation is the same in every language
@@ -139,22 +139,25 @@ def test_notebook_path_checks_the_exercise_cell(packs):
     assert run_check(answer, "lesson.ipynb").returncode == 0
 
 
-def test_notebook_check_cell_gives_the_same_output(packs, tmp_path):
-    """The check cell's function, called on a module defined the way a notebook cell defines it."""
-    import shutil
-    pack = tmp_path / "pack"
-    shutil.copytree(packs["lesson03_relu-en-answer"], pack)
-    script = (
-        "import linecache, sys\n"
-        "src = open('relu.py').read()\n"
-        "linecache.cache['<cell-1>'] = (len(src), None, src.splitlines(True), '<cell-1>')\n"
-        "exec(compile(src.replace('if __name__', 'if False and __name__'), '<cell-1>', 'exec'))\n"
-        "from check import check_notebook\n"
-        "check_notebook(relu)\n")
-    env = dict(os.environ, TRITON_INTERPRET="1")
-    done = subprocess.run([sys.executable, "-c", script], cwd=pack, capture_output=True, text=True, env=env)
-    assert done.returncode == 0, done.stderr
-    assert "file: this notebook's code cell" in done.stdout and "3/3" in done.stdout
+def test_notebook_check_cell_gives_the_same_output(packs, capsys):
+    """The check cell's function, called on a module defined the way a notebook cell defines it:
+    its source known only to linecache, under a name that is not a file."""
+    import linecache
+    pack = packs["lesson03_relu-en-answer"]
+    src = (pack / "relu.py").read_text().replace("if __name__", "if False and __name__")
+    cell = f"<cell-{os.getpid()}>"
+    linecache.cache[cell] = (len(src), None, src.splitlines(True), cell)
+    namespace = {"__name__": "__main__"}
+    exec(compile(src, cell, "exec"), namespace)
+    cwd = os.getcwd()
+    os.chdir(pack)
+    try:
+        load_checker(pack).check_notebook(namespace["relu"])
+    finally:
+        os.chdir(cwd)
+        linecache.cache.pop(cell, None)
+    out = capsys.readouterr().out
+    assert "file: this notebook's code cell" in out and "3/3" in out
 
 
 @pytest.mark.parametrize("locale", LOCALES)
