@@ -103,10 +103,29 @@ def inputs_digest(options: BuildOptions, runner_stamp: str) -> str:
     digest = hashlib.sha256()
     for folder in (options.content, options.templates, Path(__file__).resolve().parent):
         for path in sorted(p for p in folder.rglob("*") if p.is_file() and "__pycache__" not in p.parts):
-            digest.update(str(path.relative_to(folder)).encode() + b"\0" + path.read_bytes() + b"\0")
+            digest.update(str(path.relative_to(folder)).encode() + b"\0" + _file_hash(path) + b"\0")
     settings = {k: v for k, v in vars(options).items() if k not in ("out", "jobs")}
     digest.update(json.dumps(settings, default=str, sort_keys=True).encode() + runner_stamp.encode())
     return digest.hexdigest()
+
+
+_HASHED: dict[tuple, bytes] = {}
+
+
+def _file_hash(path: Path) -> bytes:
+    """sha256 of a file, kept in this process by its stat (a process that builds again, the
+    generator's 3.5 MB of mermaid among them). As git does against racy edits, a file changed
+    in the last two seconds is always read: a same-size edit within one timestamp tick."""
+    stat = path.stat()
+    key = (str(path), stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns, stat.st_ino)
+    if key in _HASHED:
+        return _HASHED[key]
+    value = hashlib.sha256(path.read_bytes()).digest()
+    if time.time_ns() - max(stat.st_mtime_ns, stat.st_ctime_ns) > 2_000_000_000:
+        if len(_HASHED) > 50_000:
+            _HASHED.clear()
+        _HASHED[key] = value
+    return value
 
 
 def _up_to_date(options: BuildOptions, digest: str) -> dict | None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import fcntl
+import functools
 import gc
 import hashlib
 import json
@@ -18,17 +19,22 @@ import pytest
 from generator.build import BuildOptions, build
 
 REPO = Path(__file__).resolve().parent.parent
-HAS_CUDA = False
-gc.disable()   # as check.py and the task server import torch: no collection passes meanwhile, none over it later
-try:
-    import torch
 
-    HAS_CUDA = torch.cuda.is_available()
-except ImportError:  # pragma: no cover - torch is in the lock file
-    pass
-finally:
-    gc.freeze()
-    gc.enable()
+
+@functools.lru_cache(maxsize=1)
+def has_cuda() -> bool:
+    """Whether torch sees a CUDA GPU. Imports torch on first use, in the processes that run tests
+    (pytest-xdist's controller, which only hands files out, never does) and as check.py and the
+    task server do: no collection passes meanwhile, none over it later."""
+    gc.disable()
+    try:
+        import torch
+        return torch.cuda.is_available()
+    except ImportError:  # pragma: no cover - torch is in the lock file
+        return False
+    finally:
+        gc.freeze()
+        gc.enable()
 
 
 # The order in which pytest-xdist hands out test files (`make test` passes --no-loadscope-reorder,
@@ -41,10 +47,15 @@ FIRST = ("test_slurm.py", "test_html_browser.py", "test_i18n.py", "test_golden.p
          "test_bench.py", "test_otter_compare.py", "test_fuzz.py")
 
 
+def pytest_configure(config):
+    if hasattr(config, "workerinput") or not config.getoption("numprocesses", None):
+        has_cuda()   # torch first, before the test files' imports: a process that runs tests
+
+
 def pytest_collection_modifyitems(config, items):
     skip = pytest.mark.skip(reason="needs a CUDA GPU; none is visible to torch here")
     for item in items:
-        if "cuda" in item.keywords and not HAS_CUDA:
+        if "cuda" in item.keywords and not has_cuda():
             item.add_marker(skip)
     rank = {name: i for i, name in enumerate(FIRST)}
     items.sort(key=lambda item: rank.get(item.path.name, len(FIRST)))   # stable: the rest keep their order

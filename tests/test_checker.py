@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from tests.conftest import HAS_CUDA, check_json, filled, lesson_data, load_checker, run_check
+from tests.conftest import check_json, filled, has_cuda, lesson_data, load_checker, run_check
 
 pytestmark = pytest.mark.slow
 LOCALES = ["zh-CN", "en"]
@@ -187,7 +187,7 @@ def test_submission_report(packs, locale, tmp_path):
     assert messages["report_gpu"].split("{")[0] not in static.read_text(encoding="utf-8")
 
 
-@pytest.mark.skipif(HAS_CUDA, reason="a CUDA GPU is visible: --bench runs the bench here")
+@pytest.mark.skipif(has_cuda(), reason="a CUDA GPU is visible: --bench runs the bench here")
 def test_bench_without_gpu_says_so(packs):
     """The cases still run (in the interpreter); then --bench says it needs a GPU, without starting bench.py."""
     result = run_check(packs["lesson03_relu-en-answer"], "--bench")

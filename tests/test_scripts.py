@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from tests.conftest import HAS_CUDA, REPO
+from tests.conftest import REPO, has_cuda
 
 SCRIPTS = sorted((REPO / "scripts").glob("*.sh"))
 
@@ -17,7 +17,7 @@ def test_script_parses(script):
     assert os.access(script, os.X_OK), f"{script.name} is not executable"
 
 
-@pytest.mark.skipif(HAS_CUDA, reason="a CUDA GPU is visible: the script would run the whole GPU re-run")
+@pytest.mark.skipif(has_cuda(), reason="a CUDA GPU is visible: the script would run the whole GPU re-run")
 def test_gpu_rerun_without_a_gpu_says_why_and_writes_nothing(tmp_path):
     out = tmp_path / "out"
     result = subprocess.run([str(REPO / "scripts" / "gpu_rerun.sh"), str(out)], capture_output=True, text=True,

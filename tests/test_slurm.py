@@ -154,7 +154,8 @@ def test_two_tasks_run_at_once_through_staging(cluster, timeout_run, tmp_path):
 
 @slurm
 def test_a_pack_is_verified_through_slurm(cluster, tmp_path):
-    build = subprocess.run([sys.executable, "-m", "generator", "build", "--no-verify", "--out", str(tmp_path / "b")],
+    build = subprocess.run([sys.executable, "-m", "generator", "build", "--no-verify", "--lesson", "lesson03_relu",
+                            "--locale", "en", "--out", str(tmp_path / "b")],
                            cwd=REPO, capture_output=True, text=True, timeout=300)
     assert build.returncode == 0, build.stderr
     with zipfile.ZipFile(tmp_path / "b" / "dist" / "lesson03_relu-en-answer.zip") as archive:

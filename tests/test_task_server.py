@@ -94,8 +94,8 @@ def test_an_uncaught_exception_is_exit_1_with_its_traceback(runner, tmp_path):
     assert result.returncode == 1 and "ValueError: boom" in result.stderr
 
 
-def test_a_dead_server_answers_none_and_is_replaced(tmp_path):
-    runner = Runner("interpreter", sys.executable, cache_dir=tmp_path / "cache")
+def test_a_dead_server_answers_none_and_is_replaced(runner, tmp_path):
+    """The module's server is killed; its replacement serves the tests after this one."""
     server = server_of(runner)
     server.process.kill()
     server.process.wait()
@@ -162,10 +162,9 @@ def test_the_timeout_counts_from_the_start_of_the_task_and_env_is_the_tasks(tmp_
     assert server_of(runner) is server
 
 
-def test_closing_the_server_stops_the_tasks_still_running(tmp_path, monkeypatch):
-    """The build's end (its stdin closes, however the build ends) leaves no task running."""
-    monkeypatch.setenv("OMP_NUM_THREADS", "5")   # a server of its own
-    runner = Runner("interpreter", sys.executable, cache_dir=tmp_path / "cache")
+def test_closing_the_server_stops_the_tasks_still_running(runner, tmp_path):
+    """The build's end (its stdin closes, however the build ends) leaves no task running. The
+    module's server is closed: this test comes last in the file."""
     marker = tmp_path / "task.pid"
     argv = script(tmp_path, f"import os, time\nopen({str(marker)!r}, 'w').write(str(os.getpid()))\ntime.sleep(300)\n")
     results = []
