@@ -163,19 +163,34 @@ def _lang(token: Token) -> str:
 
 def _math(latex: str, display: bool, failures: list[str]) -> str:
     """MathML for one formula. The plugin wraps it in span.math.inline / div.math.block."""
+    html, failure = _converted(latex, display)
+    if failure:
+        failures.append(failure)
+    return html
+
+
+@lru_cache(maxsize=4096)
+def _converted(latex: str, display: bool) -> tuple[str, str | None]:
+    """(HTML, the failure to report or None) for one formula; kept per formula: every pack of a
+    lesson, both editions and the bundle, shows the same ones."""
     shown = f"$${latex}$$" if display else f"${latex}$"
     try:
         mathml = latex_to_mathml(latex.strip(), display="block" if display else "inline")
     except Exception as exc:   # latex2mathml raises many kinds; each one is a formula to fix
-        failures.append(f"  {shown}: {type(exc).__name__} {exc}".rstrip())
-        return escape(shown)
+        return escape(shown), f"  {shown}: {type(exc).__name__} {exc}".rstrip()
     unknown = re.findall(r"\\[A-Za-z]+", mathml)
     if unknown:
-        failures.append(f"  {shown}: unsupported command {', '.join(sorted(set(unknown)))}")
-    return mathml
+        return mathml, f"  {shown}: unsupported command {', '.join(sorted(set(unknown)))}"
+    return mathml, None
 
 
 def _highlight(code: str, lang: str, attrs: str) -> str:
+    return _highlighted(code, lang)
+
+
+@lru_cache(maxsize=1024)
+def _highlighted(code: str, lang: str) -> str:
+    """Highlighted HTML of one code block, kept per block (the same code is in many pages)."""
     try:
         lexer = get_lexer_by_name(lang) if lang else None
     except ClassNotFound:
@@ -295,7 +310,19 @@ def strip_vendored(page: bytes) -> bytes:
     """The page with the inlined mermaid replaced by one line: for golden copies, diffs and the
     leak scan (the vendored file is pinned by its sha256; it is not lesson material)."""
     script = _mermaid_bytes()
-    return page.replace(script, f"/* mermaid {MERMAID_VERSION} ({len(script)} bytes, sha256 {MERMAID_SHA256}) */".encode())
+    note = f"/* mermaid {MERMAID_VERSION} ({len(script)} bytes, sha256 {MERMAID_SHA256}) */".encode()
+    # page.replace(script, note), without preparing a 3.5 MB search pattern for every page
+    head, out, start = script[:256], [], 0
+    at = page.find(head)
+    while at >= 0:
+        if page.startswith(script, at):
+            out += [page[start:at], note]
+            start = at + len(script)
+            at = page.find(head, start)
+        else:
+            at = page.find(head, at + 1)
+    out.append(page[start:])
+    return b"".join(out)
 
 
 # --- text of a page (leak scan, edition pairing) -----------------------------------------------

@@ -9,6 +9,7 @@ decoded strings as well as their raw bytes.
 
 from __future__ import annotations
 
+import hashlib
 import io
 import json
 import re
@@ -74,14 +75,35 @@ def _public_text(lesson: Lesson, locale: str) -> str:
 
 def scan_files(files: dict[str, bytes], prints: list[Fingerprint], label: str) -> list[str]:
     """Every leak found in a set of files, as readable lines."""
-    found = []
-    for name, data in sorted(files.items()):
-        for where, haystack in _views(name, data):
-            for fp in prints:
-                if fp.text in haystack:
-                    found.append(f"{label}/{where}: contains answer-only material from {fp.source}")
-                    break
-    return found
+    key = tuple(prints)
+    return [f"{label}/{where}: contains answer-only material from {source}"
+            for name, data in sorted(files.items()) for where, source in _scan_file(name, data, key)]
+
+
+_SCANNED: dict[tuple, list[tuple[str, str]]] = {}
+
+
+def _scan_file(name: str, data: bytes, prints: tuple[Fingerprint, ...]) -> list[tuple[str, str]]:
+    """(view, source of the first fingerprint found in it) for each view of one file that leaks.
+    Kept by content in this process: a build scans most exercise files twice, once rendered and
+    once from the zip."""
+    if name.endswith(".html"):   # the inlined mermaid is pinned by its sha256: not lesson material
+        data = strip_vendored(data)
+    key = (name, hashlib.sha256(data).digest(), prints)
+    if key not in _SCANNED:
+        if len(_SCANNED) > 4096:
+            _SCANNED.clear()
+        _SCANNED[key] = _first_hits(name, data, prints)
+    return _SCANNED[key]
+
+
+def _first_hits(name: str, data: bytes, prints: tuple[Fingerprint, ...]) -> list[tuple[str, str]]:
+    hits = []
+    for where, haystack in _views(name, data):
+        source = next((fp.source for fp in prints if fp.text in haystack), None)
+        if source is not None:
+            hits.append((where, source))
+    return hits
 
 
 def scan_zip(data: bytes, prints: list[Fingerprint], label: str) -> list[str]:
@@ -95,8 +117,7 @@ def scan_zip(data: bytes, prints: list[Fingerprint], label: str) -> list[str]:
 
 
 def _views(name: str, data: bytes) -> list[tuple[str, str]]:
-    if name.endswith(".html"):   # the inlined mermaid is pinned by its sha256: not lesson material
-        data = strip_vendored(data)
+    """Each way of reading a file (a page: its vendored mermaid already left out, see _scan_file)."""
     text = data.decode("utf-8", "replace")
     views = [(name, normalise(text))]
     if name.endswith(".ipynb"):

@@ -14,7 +14,7 @@ from tests.conftest import REPO
 
 TARGET = Path("lessons/lesson03_relu/text.en.yaml")
 ORIGINAL = (REPO / "content" / TARGET).read_text(encoding="utf-8")
-EXAMPLES = 60
+EXAMPLES = 40
 
 
 @pytest.fixture(scope="module")
