@@ -1,8 +1,8 @@
 """lesson.html in a real browser: the system's headless Chromium, driven by Selenium.
 
 For each edition and language, the page is loaded from the unzipped pack: every formula is MathML,
-every figure an SVG with its labels, no console error, no request leaving the page; one load with
-the network switched off. With COURSEPACK_SCREENSHOTS=1, screenshots of every page (light, dark,
+every figure an SVG with its labels, no console error, no request leaving the page; the first
+lesson's exercise page in each language is loaded with the network switched off. With COURSEPACK_SCREENSHOTS=1, screenshots of every page (light, dark,
 print) go to build/screenshots/ for review.
 Skipped, with the reason, where Chromium is missing; under CI=true that is a failure.
 """
@@ -32,6 +32,8 @@ PACKS = golden_names()   # every lesson pack (tests/test_golden.py holds them to
 # language goes through them (every page does with COURSEPACK_SCREENSHOTS=1).
 SCHEME_PAGES = {name for name in PACKS if name.endswith("-answer")
                 and name.startswith(next(n for n in PACKS).split("-")[0])}
+OFFLINE_PAGES = {name for name in PACKS if name.endswith("-exercise")
+                 and name.startswith(next(n for n in PACKS).split("-")[0])}
 LABEL = re.compile(r'\["([^"]+)"\]')
 
 
@@ -120,10 +122,15 @@ def _emulate(driver, media: str, dark: bool) -> None:
 
 @pytest.mark.parametrize("name", PACKS)
 def test_page_renders_offline_ready(browser, unzipped, name):
+    """One page per language is loaded with the network switched off (DevTools' emulation)."""
     folder = unzipped[name]
     page = folder / "lesson.html"
     markdown = (folder / "lesson.md").read_text(encoding="utf-8")
-    state, urls = _load(browser, page)
+    set_offline(browser, name in OFFLINE_PAGES)
+    try:
+        state, urls = _load(browser, page)
+    finally:
+        set_offline(browser, False)
     assert state == "done", f"figures: {state}; console: {_severe(browser)}"
     assert browser.execute_script("return document.documentElement.lang") == name.split("-", 1)[1].rsplit("-", 1)[0]
     assert browser.execute_script("return document.title") == markdown.splitlines()[0].lstrip("# ")
@@ -148,19 +155,6 @@ def test_page_renders_offline_ready(browser, unzipped, name):
     assert _left_the_page(urls, page) == []
     if name in SCHEME_PAGES or os.environ.get("COURSEPACK_SCREENSHOTS") == "1":
         _schemes(browser, page, name)
-
-
-def test_page_loads_with_the_network_off(browser, unzipped):
-    page = unzipped["lesson03_relu-zh-CN-answer"] / "lesson.html"
-    set_offline(browser)
-    try:
-        state, urls = _load(browser, page)
-        assert state == "done"
-        assert browser.execute_script("return document.querySelectorAll('pre.mermaid svg').length") == 2
-        assert browser.execute_script("return document.querySelectorAll('main math').length") > 0
-        assert _severe(browser) == [] and _left_the_page(urls, page) == []
-    finally:
-        set_offline(browser, False)
 
 
 def test_measured_charts_and_hints_in_the_browser(browser, tmp_path):
