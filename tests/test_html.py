@@ -327,6 +327,14 @@ def test_every_pack_has_its_page_with_all_formulas(rendered):
             assert json.loads(final.files["manifest.json"])["files"]["lesson.html"]
 
 
+def test_both_editions_of_a_lesson_draw_the_same_figures(rendered):
+    """What lets the browser test load the answer pages and only one exercise page per language."""
+    mermaid = re.compile(r'<pre class="mermaid">(.*?)</pre>', re.S)
+    for editions in rendered.values():
+        pages = {edition: pack.files["lesson.html"].decode() for edition, (ctx, pack) in editions.items()}
+        assert mermaid.findall(pages["exercise"]) == mermaid.findall(pages["answer"]) != []
+
+
 def test_answer_page_charts_the_bench_and_the_exercise_page_does_not(rendered):
     from generator.render import finalize_pack
     editions = rendered[("lesson03_relu", "en")]
