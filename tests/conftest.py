@@ -122,9 +122,11 @@ def own_build(built: Path, tmp_path: Path) -> Path:
 
 @pytest.fixture(scope="session")
 def packs(built: Path, tmp_path_factory) -> dict[str, Path]:
-    """Every built zip, unzipped, by pack name."""
-    into = tmp_path_factory.mktemp("unzipped")
-    return {z.stem: unzip(z, into) for z in sorted((built / "dist").glob("*.zip"))}
+    """Every built zip (lesson packs and course bundles), unzipped once per test run, by pack
+    name. Read only: a test that changes a pack copies it first."""
+    zips = sorted((built / "dist").glob("*.zip"))
+    into = shared_dir(tmp_path_factory, "unzipped", lambda folder: [unzip(z, folder) for z in zips])
+    return {z.stem: into / z.stem for z in zips}
 
 
 def run_check(pack: Path, *args: str, timeout: float = 180, process: bool = False) -> subprocess.CompletedProcess:

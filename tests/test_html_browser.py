@@ -12,7 +12,6 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import zipfile
 from pathlib import Path
 
 import pytest
@@ -58,15 +57,9 @@ def browser():
 
 
 @pytest.fixture(scope="module")
-def unzipped(tmp_path_factory, browser, built) -> dict[str, Path]:
+def unzipped(browser, packs) -> dict[str, Path]:
     """The test run's verified build of this repository's content (conftest's `built`), unzipped."""
-    root = tmp_path_factory.mktemp("browser")
-    out = {}
-    for path in sorted((built / "dist").glob("*.zip")):   # lesson packs and course bundles
-        with zipfile.ZipFile(path) as archive:
-            archive.extractall(root / "unzipped")
-        out[path.stem] = root / "unzipped" / path.stem
-    return out
+    return packs
 
 
 def _load(driver, page: Path) -> tuple[str, list[str]]:
