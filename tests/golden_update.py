@@ -8,6 +8,7 @@ lesson.html is kept with its inlined mermaid (3.5 MB, pinned by sha256) replaced
 from __future__ import annotations
 
 import shutil
+from functools import lru_cache
 from pathlib import Path
 
 from generator.build import BuildOptions, render_all
@@ -16,6 +17,7 @@ from generator.loader import load_content
 from generator.render import finalize_pack, jinja_env
 
 GOLDEN = Path(__file__).resolve().parent / "golden"
+REPO = GOLDEN.parent.parent
 
 
 def golden_names() -> list[str]:
@@ -23,11 +25,20 @@ def golden_names() -> list[str]:
     return sorted(p.name for p in GOLDEN.iterdir() if p.is_dir()) if GOLDEN.is_dir() else []
 
 
+@lru_cache(maxsize=1)
+def real_course():
+    """This repository's content and every pack of it rendered (before verification), once per
+    process: the test files that read them share them. Read only."""
+    content = load_content(REPO / "content")
+    return content, render_all(content, BuildOptions(content=REPO / "content"))
+
+
+@lru_cache(maxsize=1)
 def current_packs() -> dict[str, dict[str, bytes]]:
-    options = BuildOptions()
-    env = jinja_env(options.templates)
+    """Every lesson pack as the golden trees hold it, once per process. Read only."""
+    env = jinja_env(BuildOptions().templates)
     packs = {}
-    for editions in render_all(load_content(options.content), options).values():
+    for editions in real_course()[1].values():
         for ctx, pack in editions.values():
             final = finalize_pack(ctx, env, pack, None)
             packs[final.name] = {name: strip_vendored(data) if name.endswith(".html") else data

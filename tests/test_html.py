@@ -295,10 +295,8 @@ def test_bench_rows_are_checked():
 
 @pytest.fixture(scope="module")
 def rendered():
-    from generator.build import BuildOptions, render_all
-    from generator.loader import load_content
-    options = BuildOptions(content=REPO / "content", templates=REPO / "generator" / "templates")
-    return render_all(load_content(options.content), options)
+    from tests.golden_update import real_course
+    return real_course()[1]
 
 
 def _formulas(markdown: str) -> int:

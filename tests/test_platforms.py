@@ -24,9 +24,7 @@ from packaging.requirements import Requirement
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
-from generator.loader import load_content
-from tests.conftest import REPO
-from tests.golden_update import current_packs, golden_names
+from tests.golden_update import current_packs, golden_names, real_course
 
 PACKS = golden_names()   # the lesson packs; rendered on first use, not when a test process collects
 
@@ -36,9 +34,8 @@ def packs() -> dict[str, dict[str, bytes]]:
     return current_packs()
 
 
-@functools.lru_cache(maxsize=1)
 def content():
-    return load_content(REPO / "content")
+    return real_course()[0]
 MIN_TRITON = Version("3.6")
 
 PLATFORMS = {   # uv's --python-platform, and the marker values pip would see there

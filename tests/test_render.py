@@ -1,22 +1,15 @@
 """Rendering the real lesson: both editions from one path, valid notebooks, no leaks."""
 
-from pathlib import Path
-
 import nbformat
 import pytest
 
-from generator.build import BuildOptions, render_all
 from generator.leaks import fingerprints, scan_files
-from generator.loader import load_content
-
-REPO = Path(__file__).resolve().parent.parent
+from tests.golden_update import real_course
 
 
 @pytest.fixture(scope="module")
 def rendered():
-    content = load_content(REPO / "content")
-    groups = render_all(content, BuildOptions())
-    return content, groups
+    return real_course()
 
 
 @pytest.mark.parametrize("locale", ["zh-CN", "en"])
