@@ -99,10 +99,13 @@ def render_all(content: CourseContent, options: BuildOptions) -> dict[tuple[str,
 
 
 def inputs_digest(options: BuildOptions, runner_stamp: str) -> str:
-    """Everything a build's output depends on: content, templates, the generator, the options."""
+    """Everything a build's output depends on: content, templates, the generator, the options.
+    Not the translators' snapshots (content/.i18n: old source texts for `i18n status`'s word
+    diffs; no build reads them, and there are hundreds)."""
     digest = hashlib.sha256()
     for folder in (options.content, options.templates, Path(__file__).resolve().parent):
-        for path in sorted(p for p in folder.rglob("*") if p.is_file() and "__pycache__" not in p.parts):
+        for path in sorted(p for p in folder.rglob("*") if p.is_file() and "__pycache__" not in p.parts
+                           and ".i18n" not in p.relative_to(folder).parts):
             digest.update(str(path.relative_to(folder)).encode() + b"\0" + _file_hash(path) + b"\0")
     settings = {k: v for k, v in vars(options).items() if k not in ("out", "jobs")}
     digest.update(json.dumps(settings, default=str, sort_keys=True).encode() + runner_stamp.encode())

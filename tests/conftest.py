@@ -61,12 +61,31 @@ def pytest_collection_modifyitems(config, items):
     items.sort(key=lambda item: rank.get(item.path.name, len(FIRST)))   # stable: the rest keep their order
 
 
+def copy_course(source: Path, into: Path, **kw) -> None:
+    """shutil.copytree, but the translators' snapshots (content/.i18n/snapshots: hundreds of files,
+    each written once under the hash of its text, never changed) are hard links, not copies."""
+    def link_or_copy(src: str, dst: str) -> None:
+        if Path(src).parent.name == "snapshots" and Path(src).parent.parent.name == ".i18n":
+            try:
+                os.link(src, dst)
+                return
+            except OSError:   # another file system
+                pass
+        shutil.copy2(src, dst)
+    shutil.copytree(source, into, copy_function=link_or_copy, **kw)
+
+
+def copy_content(root: Path) -> Path:
+    """This repository's content/ and templates/ into root; returns root."""
+    copy_course(REPO / "content", root / "content")
+    shutil.copytree(REPO / "generator" / "templates", root / "templates")
+    return root
+
+
 @pytest.fixture
 def content_copy(tmp_path: Path) -> Path:
     """A private copy of content/ and templates/ that a test may break."""
-    shutil.copytree(REPO / "content", tmp_path / "content")
-    shutil.copytree(REPO / "generator" / "templates", tmp_path / "templates")
-    return tmp_path
+    return copy_content(tmp_path)
 
 
 def options_for(root: Path, **kw) -> BuildOptions:
@@ -97,8 +116,7 @@ def shared_dir(tmp_path_factory, name: str, make) -> Path:
 
 
 def _build_course(root: Path) -> None:
-    shutil.copytree(REPO / "content", root / "content")
-    shutil.copytree(REPO / "generator" / "templates", root / "templates")
+    copy_content(root)
     build(options_for(root, runner="interpreter", jobs=2, notebook=False), progress=lambda _: None)
 
 
@@ -116,7 +134,7 @@ def own_build(built: Path, tmp_path: Path) -> Path:
     folders: a build makes its own); returns build/."""
     def skip(folder: str, names: list[str]) -> list[str]:
         return [n for n in names if n == ".made" or (Path(folder) == built and n == "work")]
-    shutil.copytree(built.parent, tmp_path / "course", ignore=skip)
+    copy_course(built.parent, tmp_path / "course", ignore=skip)
     return tmp_path / "course" / "build"
 
 

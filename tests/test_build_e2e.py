@@ -1,14 +1,13 @@
 """End to end: build verified packs in tmp_path, unzip them, run their checkers as a student would."""
 
 import json
-import shutil
 import zipfile
 
 import pytest
 
 from generator.build import BuildOptions, build
 from generator.cli import main
-from tests.conftest import REPO, options_for, run_check
+from tests.conftest import copy_content, options_for, run_check
 
 pytestmark = pytest.mark.slow
 LESSONS = ("lesson02_vector_add", "lesson03_relu", "lesson04_add_bias", "triton_course")
@@ -84,8 +83,7 @@ def test_bad_content_changes_nothing_in_dist(own_build, capsys):
 
 
 def test_no_verify_build_says_not_verified(tmp_path):
-    shutil.copytree(REPO / "content", tmp_path / "content")
-    shutil.copytree(REPO / "generator" / "templates", tmp_path / "templates")
+    copy_content(tmp_path)
     build(options_for(tmp_path, verify=False, lessons=("lesson03_relu",), locales=("en",)), progress=lambda _: None)
     with zipfile.ZipFile(tmp_path / "build" / "dist" / "lesson03_relu-en-answer.zip") as archive:
         readme = archive.read("lesson03_relu-en-answer/README.md").decode()

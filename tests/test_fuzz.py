@@ -3,7 +3,6 @@
 hypothesis is imported inside the tests: importing it takes 1.5 s, and every pytest-xdist process
 collects this file while only one runs it."""
 
-import shutil
 from pathlib import Path
 
 import pytest
@@ -11,7 +10,7 @@ import pytest
 from generator.errors import ContentError
 from generator.loader import load_content
 from generator.skeleton import init_course
-from tests.conftest import REPO
+from tests.conftest import REPO, copy_course
 
 TARGET = Path("lessons/lesson03_relu/text.en.yaml")
 ORIGINAL = (REPO / "content" / TARGET).read_text(encoding="utf-8")
@@ -36,7 +35,7 @@ def _loader(root: Path, target: Path):
 def load_with(tmp_path_factory):
     """This repository's content, lesson 3's English text replaced."""
     root = tmp_path_factory.mktemp("fuzz")
-    shutil.copytree(REPO / "content", root / "content")
+    copy_course(REPO / "content", root / "content")
     return _loader(root, TARGET)
 
 
