@@ -17,6 +17,7 @@ import io
 import re
 import tokenize
 from dataclasses import dataclass
+from functools import lru_cache
 
 BLANK = "______"
 TEXT_MARKER = re.compile(r"#\s*@text:([A-Za-z0-9_]+)\s*$")
@@ -52,8 +53,10 @@ class SolutionSource:
         return self.blank.answer_text(self.text.splitlines())
 
 
+@lru_cache(maxsize=64)
 def parse_solution(text: str) -> SolutionSource:
-    """Find and check the markers; raises CodeMarkerError with a line and column."""
+    """Find and check the markers; raises CodeMarkerError with a line and column. Kept per text
+    (the result is frozen): a process that loads the content again parses only what changed."""
     try:
         tree = ast.parse(text)
     except SyntaxError as exc:

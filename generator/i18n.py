@@ -16,6 +16,7 @@ import io
 import re
 import tokenize
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -128,13 +129,19 @@ MERMAID_NODE = re.compile(r"\b([A-Za-z_][A-Za-z0-9_]*)\s*(?=\[|\(|\{|-->|---|-\.
 
 def protected_problems(unit: str, source: str, translation: str) -> list[str]:
     """What a translation must keep from its source: placeholders, code, math, links, figure ids."""
+    return list(_protected_problems(unit.endswith("mermaid"), source, translation))
+
+
+@lru_cache(maxsize=8192)
+def _protected_problems(mermaid: bool, source: str, translation: str) -> tuple[str, ...]:
+    """Kept per text: a process that loads the content again checks only the units that changed."""
     problems = []
-    if unit.endswith("mermaid"):
+    if mermaid:
         unquoted = [re.sub(r'"[^"]*"', '""', text) for text in (source, translation)]   # labels are prose
         want, got = (set(MERMAID_NODE.findall(text)) for text in unquoted)
         if want != got:
             problems.append(f"mermaid node ids differ from the source: expected {sorted(want)}, found {sorted(got)}")
-        return problems
+        return tuple(problems)
     for name, pattern in PROTECTED.items():
         want, got = sorted(set(pattern.findall(source))), sorted(set(pattern.findall(translation)))
         if want != got:
@@ -146,7 +153,7 @@ def protected_problems(unit: str, source: str, translation: str) -> list[str]:
             problems.append(f"code block {index + 1} differs from the source's (only comments may be translated)")
     if len(_fences(source)) != len(_fences(translation)):
         problems.append("the number of code blocks differs from the source")
-    return problems
+    return tuple(problems)
 
 
 def _fences(text: str) -> list[str]:

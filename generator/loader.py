@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -350,16 +351,24 @@ def _load_reference(root: Path, folder: Path, spec: LessonSpec, doc: YamlDoc, pr
     text = None if "__outside__" in path.parts else read_text(path, problems)
     if text is None:
         return None
-    try:
-        tree = ast.parse(text)
-    except SyntaxError as exc:
-        problems.add(path, f"not valid Python: {exc.msg}", line=exc.lineno or 0, column=exc.offset or 0)
+    defined = _top_level_functions(text)
+    if isinstance(defined, SyntaxError):
+        problems.add(path, f"not valid Python: {defined.msg}", line=defined.lineno or 0, column=defined.offset or 0)
         return None
-    defined = {node.name for node in tree.body if isinstance(node, ast.FunctionDef)}
     if "reference" not in defined:
         problems.add(path, "expected a function reference(...) that returns the expected output", line=1, column=1)
         return None
     return text
+
+
+@lru_cache(maxsize=64)
+def _top_level_functions(text: str) -> frozenset[str] | SyntaxError:
+    """The functions a Python text defines at its top level (or why it does not parse), per text."""
+    try:
+        tree = ast.parse(text)
+    except SyntaxError as exc:
+        return exc
+    return frozenset(node.name for node in tree.body if isinstance(node, ast.FunctionDef))
 
 
 def _check_checks(spec: LessonSpec, doc: YamlDoc, solution: SolutionSource | None, problems: ProblemCollector) -> None:
