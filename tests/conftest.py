@@ -50,6 +50,7 @@ FIRST = ("test_slurm.py", "test_html_browser.py", "test_i18n.py", "test_golden.p
 def pytest_configure(config):
     if hasattr(config, "workerinput") or not config.getoption("numprocesses", None):
         has_cuda()   # torch first, before the test files' imports: a process that runs tests
+        gc.set_threshold(100_000, 50, 100)   # as the command line does (generator/cli.py)
 
 
 def pytest_collection_modifyitems(config, items):
