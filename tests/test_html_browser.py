@@ -1,9 +1,10 @@
 """lesson.html in a real browser: the system's headless Chromium, driven by Selenium.
 
-Pages are loaded from the unzipped packs (which ones: LOADED below): every formula is MathML,
-every figure an SVG with its labels, no console error, no request leaving the page; the first
-lesson's exercise page in each language is loaded with the network switched off. With COURSEPACK_SCREENSHOTS=1, screenshots of every page (light, dark,
-print) go to build/screenshots/ for review.
+Pages are loaded from the test run's unzipped packs (conftest's `packs`; which ones: LOADED
+below): every formula is MathML, every figure an SVG with its labels, no console error, no request
+leaving the page; the first lesson's exercise page in each language is loaded with the network
+switched off. With COURSEPACK_SCREENSHOTS=1, screenshots of every page (light, dark, print) go to
+build/screenshots/ for review.
 Skipped, with the reason, where Chromium is missing; under CI=true that is a failure.
 """
 
@@ -54,12 +55,6 @@ def browser():
     driver = new_driver()
     yield driver
     driver.quit()
-
-
-@pytest.fixture(scope="module")
-def unzipped(browser, packs) -> dict[str, Path]:
-    """The test run's verified build of this repository's content (conftest's `built`), unzipped."""
-    return packs
 
 
 def _load(driver, page: Path) -> tuple[str, list[str]]:
@@ -118,9 +113,9 @@ def _emulate(driver, media: str, dark: bool) -> None:
 
 
 @pytest.mark.parametrize("name", LOADED)
-def test_page_renders_offline_ready(browser, unzipped, name):
+def test_page_renders_offline_ready(browser, packs, name):
     """OFFLINE_PAGES are loaded with the network switched off (DevTools' emulation)."""
-    folder = unzipped[name]
+    folder = packs[name]
     page = folder / "lesson.html"
     markdown = (folder / "lesson.md").read_text(encoding="utf-8")
     set_offline(browser, name in OFFLINE_PAGES)
@@ -174,13 +169,13 @@ def test_measured_charts_and_hints_in_the_browser(browser, tmp_path):
     shutil.copy(page, SHOTS / "charts.html")
 
 
-def test_course_bundle_pages_link_to_each_other(browser, unzipped):
+def test_course_bundle_pages_link_to_each_other(browser, packs):
     """index.html and the lesson pages of a course bundle: every link to a page reaches a file in it."""
-    bundles = [name for name in unzipped if not name.startswith("lesson")]
+    bundles = [name for name in packs if not name.startswith("lesson")]
     assert bundles
     answers = [name for name in bundles if name.endswith("-answer")]   # an exercise bundle's pages link the same way
     for name in bundles:
-        root = unzipped[name]
+        root = packs[name]
         lesson_pages = sorted(root.glob("*/lesson.html"))
         pages = [root / "index.html"]
         if name in answers:   # the first lesson's page (a next link) in one, the last's (previous) in the other
@@ -200,5 +195,5 @@ def test_course_bundle_pages_link_to_each_other(browser, unzipped):
         if lessons > 1:   # the lesson pages of a bundle link to the previous or next one
             assert any(".html" in link for link in links)
     if os.environ.get("COURSEPACK_SCREENSHOTS") == "1":
-        _load(browser, unzipped[bundles[-1]] / "index.html")
+        _load(browser, packs[bundles[-1]] / "index.html")
         screenshot(browser, SHOTS / f"{bundles[-1]}-index.png")
