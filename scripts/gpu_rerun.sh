@@ -32,19 +32,23 @@ fi
 
 # Does torch see a CUDA GPU? One line: device, torch, triton, CUDA, Python.
 ENV_LINE="$("$PY" - <<'EOF' 2>&1
-import platform, sys
+import gc, os, platform, sys
+gc.disable()   # and os._exit below: no collection passes over torch's objects (a third of the time)
+def end(code, text):
+    print(text, file=sys.stderr if code else sys.stdout, flush=True)
+    os._exit(code)
 try:
     import torch
 except ImportError as exc:
-    sys.exit(f"torch cannot be imported ({exc})")
+    end(1, f"torch cannot be imported ({exc})")
 if not torch.cuda.is_available():
-    sys.exit(f"torch {torch.__version__} sees no CUDA GPU (torch.cuda.is_available() is False)")
+    end(1, f"torch {torch.__version__} sees no CUDA GPU (torch.cuda.is_available() is False)")
 try:
     import triton
 except ImportError as exc:
-    sys.exit(f"triton cannot be imported ({exc})")
-print(f"{torch.cuda.get_device_name(0)} · torch {torch.__version__} · triton {triton.__version__}"
-      f" · CUDA {torch.version.cuda} · Python {platform.python_version()}")
+    end(1, f"triton cannot be imported ({exc})")
+end(0, f"{torch.cuda.get_device_name(0)} · torch {torch.__version__} · triton {triton.__version__}"
+       f" · CUDA {torch.version.cuda} · Python {platform.python_version()}")
 EOF
 )" || die "$ENV_LINE"
 

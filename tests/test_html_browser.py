@@ -29,13 +29,14 @@ SHOTS = REPO / "build" / "screenshots"
 
 PACKS = golden_names()   # every lesson pack (tests/test_golden.py holds them to the content)
 FIRST_LESSON = PACKS[0].split("-")[0]
-# A lesson's figures and formulas are the same in both editions: every answer page is loaded, and
-# the first lesson's exercise page in each language, with the network switched off (each page's
-# HTML, formulas and figure sources are checked without a browser in tests/test_html.py).
+# A lesson's figures and formulas are the same in both editions (tests/test_html.py checks each
+# page's HTML, formulas and figure sources without a browser, and that both editions draw the same
+# figures): every answer page is loaded, and one exercise page, the first lesson's in the last
+# language, with the network switched off (every page is checked to send no request).
 # Dark and print come from the page template, the same for every pack: the first lesson's answer
-# page in each language goes through them. COURSEPACK_SCREENSHOTS=1 loads every page, in each.
-OFFLINE_PAGES = {name for name in PACKS if name.startswith(FIRST_LESSON) and name.endswith("-exercise")}
-SCHEME_PAGES = {name for name in PACKS if name.startswith(FIRST_LESSON) and name.endswith("-answer")}
+# page in the first language goes through them. COURSEPACK_SCREENSHOTS=1 loads every page, in each.
+OFFLINE_PAGES = {[name for name in PACKS if name.startswith(FIRST_LESSON) and name.endswith("-exercise")][-1]}
+SCHEME_PAGES = {[name for name in PACKS if name.startswith(FIRST_LESSON) and name.endswith("-answer")][0]}
 LOADED = PACKS if os.environ.get("COURSEPACK_SCREENSHOTS") == "1" else [
     name for name in PACKS if name.endswith("-answer") or name in OFFLINE_PAGES]
 LABEL = re.compile(r'\["([^"]+)"\]')
@@ -173,13 +174,13 @@ def test_course_bundle_pages_link_to_each_other(browser, packs):
     """index.html and the lesson pages of a course bundle: every link to a page reaches a file in it."""
     bundles = [name for name in packs if not name.startswith("lesson")]
     assert bundles
-    answers = [name for name in bundles if name.endswith("-answer")]   # an exercise bundle's pages link the same way
+    first_answers = next(name for name in bundles if name.endswith("-answer"))   # the others link the same way
     for name in bundles:
         root = packs[name]
         lesson_pages = sorted(root.glob("*/lesson.html"))
         pages = [root / "index.html"]
-        if name in answers:   # the first lesson's page (a next link) in one, the last's (previous) in the other
-            pages += [lesson_pages[0]] if answers.index(name) % 2 == 0 else [lesson_pages[-1]]
+        if name == first_answers:   # the middle lesson's page: a previous and a next link, with three or more
+            pages.append(lesson_pages[len(lesson_pages) // 2])
         for page in pages:
             state, urls = _load(browser, page)
             assert state in ("done", ""), (page, state)
@@ -190,10 +191,11 @@ def test_course_bundle_pages_link_to_each_other(browser, packs):
             assert not [link for link in links if ".md" in link], (page, links)
             for link in links:
                 assert (page.parent / link.split("#")[0]).resolve().is_file(), (page, link)
-        lessons = len(lesson_pages)
         assert browser.execute_script("return document.documentElement.lang") in name
-        if lessons > 1:   # the lesson pages of a bundle link to the previous or next one
-            assert any(".html" in link for link in links)
+        if len(pages) > 1:   # the middle lesson's page links to its neighbours, in order
+            middle = lesson_pages.index(pages[-1])
+            neighbours = lesson_pages[max(middle - 1, 0):middle] + lesson_pages[middle + 1:middle + 2]
+            assert [(page.parent / link).resolve() for link in links if link.startswith("../")] == neighbours, links
     if os.environ.get("COURSEPACK_SCREENSHOTS") == "1":
         _load(browser, packs[bundles[-1]] / "index.html")
         screenshot(browser, SHOTS / f"{bundles[-1]}-index.png")
