@@ -4,7 +4,7 @@ Every scalar stays text (YAML 1.2 composition, no implicit typing): a translator
 `no` or `1e3` is never turned into a boolean or a number. Values are read with ruamel's safe
 (not round-trip) scanner: the round-trip one leaves a U+0007 fold marker at every fold of a folded
 (`>`) scalar, for its own dumper's sake, and those markers used to reach every pack (issue 10.1).
-Duplicate keys, tabs, syntax errors, non-UTF-8 bytes, oversized files and control characters
+Duplicate keys and anchors, tabs, syntax errors, non-UTF-8 bytes, oversized files and control characters
 written as escapes in quoted values (`"\\a"`) become located problems instead of exceptions.
 """
 
@@ -17,7 +17,9 @@ from pathlib import Path
 from typing import Any
 
 from ruamel.yaml import YAML
+from ruamel.yaml.composer import Composer
 from ruamel.yaml.error import MarkedYAMLError, YAMLError
+from ruamel.yaml.events import AliasEvent
 from ruamel.yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from generator.errors import ProblemCollector
@@ -87,7 +89,7 @@ def load_yaml(path: Path, problems: ProblemCollector, *, fold_markers: bool = Fa
     if text is None:
         return None
     try:
-        root = _compose(text, fold_markers)
+        root, reused = _compose(text, fold_markers)
     except MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         what = " ".join(part for part in (exc.context, exc.problem) if part)
@@ -97,6 +99,9 @@ def load_yaml(path: Path, problems: ProblemCollector, *, fold_markers: bool = Fa
     except YAMLError as exc:
         problems.add(path, f"YAML syntax: {exc}")
         return None
+    for anchor, first_line, line, column in reused:
+        problems.add(path, f"anchor &{anchor} is defined again (first at line {first_line}); "
+                     "give each anchor its own name", line=line, column=column)
     doc = YamlDoc(path, None, fold_markers=fold_markers)
     if root is None:
         problems.add(path, "the file is empty; expected a mapping of keys", line=1, column=1)
@@ -105,12 +110,33 @@ def load_yaml(path: Path, problems: ProblemCollector, *, fold_markers: bool = Fa
     return doc
 
 
+class _AnchorComposer(Composer):
+    """ruamel's composer, which keeps each anchor defined a second time (name, line of the first,
+    line and column of this one) where ruamel would issue a Python warning about it."""
+
+    def __init__(self, loader=None):
+        super().__init__(loader)
+        self.reused: list[tuple[str, int, int, int]] = []
+
+    def compose_node(self, parent, index):
+        event = self.parser.peek_event()
+        anchor = None if isinstance(event, AliasEvent) else event.anchor
+        if anchor is not None and anchor in self.anchors:
+            first = self.anchors.pop(anchor)   # the new node takes the name, as YAML says
+            self.reused.append((anchor, first.start_mark.line + 1, event.start_mark.line + 1,
+                                event.start_mark.column + 1))
+        return super().compose_node(parent, index)
+
+
 @lru_cache(maxsize=256)
-def _compose(text: str, fold_markers: bool) -> Node | None:
-    """The node tree of a text (the slow part of reading YAML in pure Python). Kept per text: a
-    process that loads the content again (i18n commands, tests) re-reads only the files that
-    changed. The tree is never modified: _convert only reads it."""
-    return YAML(typ="rt" if fold_markers else "safe", pure=True).compose(text)
+def _compose(text: str, fold_markers: bool) -> tuple[Node | None, tuple[tuple[str, int, int, int], ...]]:
+    """The node tree of a text (the slow part of reading YAML in pure Python) and its reused
+    anchors. Kept per text: a process that loads the content again (i18n commands, tests) re-reads
+    only the files that changed. The tree is never modified: _convert only reads it."""
+    yaml = YAML(typ="rt" if fold_markers else "safe", pure=True)
+    yaml.Composer = _AnchorComposer
+    root = yaml.compose(text)
+    return root, tuple(yaml.composer.reused)
 
 
 def _mark(node: Node) -> tuple[int, int]:

@@ -1,3 +1,4 @@
+import warnings
 from pathlib import Path
 
 import pytest
@@ -30,6 +31,14 @@ def test_duplicate_keys_are_all_reported(tmp_path):
     _, problems = load(tmp_path, "a: 1\nb: 2\na: 3\nb: 4\n")
     assert problems == ["x.yaml:3:1: a: duplicate key (first defined at line 1)",
                         "x.yaml:4:1: b: duplicate key (first defined at line 2)"]
+
+
+def test_a_reused_anchor_is_located_not_a_python_warning(tmp_path):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")   # ruamel's ReusedAnchorWarning would raise here
+        doc, problems = load(tmp_path, "a: &x one\nb: *x\nc: &x two\nd: *x\n")
+    assert problems == ["x.yaml:3:4: anchor &x is defined again (first at line 1); give each anchor its own name"]
+    assert doc.data == {"a": "one", "b": "one", "c": "two", "d": "two"}   # YAML's reading, kept for the rest
 
 
 def test_tab_indentation_is_located(tmp_path):
