@@ -50,3 +50,57 @@ def test_a_kernel_that_faults_fails_only_its_own_cases(gpu_packs, tmp_path):
     by_id = {c["id"]: c["status"] for c in data["cases"]}
     assert by_id["empty"] == "pass" and by_id["tail_1"] == "pass"   # offset 0 only: nothing out of bounds
     assert {s for i, s in by_id.items() if i not in ("empty", "tail_1")} == {"fault"}, by_id
+
+
+FAULT = """
+import torch, triton, triton.language as tl
+
+@triton.jit
+def far_read(x, y, n, BLOCK: tl.constexpr):
+    offsets = tl.arange(0, BLOCK)
+    tl.store(y + offsets, tl.load(x + offsets * 1000003 * 1000), mask=offsets < n)
+
+x = torch.zeros(1024, device="cuda")
+y = torch.empty_like(x)
+far_read[(1,)](x, y, 1024, BLOCK=1024)
+torch.cuda.synchronize()
+print("no fault")
+"""
+
+KERNEL = """
+import torch, triton, triton.language as tl
+
+@triton.jit
+def twice(x, y, n, BLOCK: tl.constexpr):
+    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offsets < n
+    tl.store(y + offsets, tl.load(x + offsets, mask=mask) * 2, mask=mask)
+
+x = torch.arange(5000, device="cuda", dtype=torch.float32)
+y = torch.empty_like(x)
+twice[(triton.cdiv(5000, 1024),)](x, y, 5000, BLOCK=1024)
+assert torch.equal(y, x * 2)
+print("ok", torch.cuda.get_device_name(0))
+"""
+
+
+def test_a_cuda_fault_in_one_task_leaves_the_warm_server_working(tmp_path):
+    """The cuda runner's task server forks a child per task from a parent that imported torch but
+    never touched CUDA: an illegal address in one task is that task's failure, and the next task,
+    on the same server, compiles and runs a kernel on the GPU."""
+    import sys
+
+    from generator.runners import Runner
+
+    runner = Runner("cuda", sys.executable, cache_dir=tmp_path / "triton-cache")
+    runner.warm_up()
+    (tmp_path / "fault.py").write_text(FAULT, encoding="utf-8")
+    (tmp_path / "kernel.py").write_text(KERNEL, encoding="utf-8")
+    server = runner._server(runner._env())
+    assert server is not None and server.alive
+    faulted = runner.run(["fault.py"], tmp_path, timeout=120)
+    assert faulted.returncode != 0 and "no fault" not in faulted.stdout
+    assert "illegal" in faulted.stderr.lower() or "cuda" in faulted.stderr.lower(), faulted.stderr[-2000:]
+    after = runner.run(["kernel.py"], tmp_path, timeout=120)
+    assert after.returncode == 0 and after.stdout.startswith("ok"), after.stderr[-2000:]
+    assert runner._server(runner._env()) is server   # the same warm server served both
