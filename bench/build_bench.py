@@ -54,7 +54,7 @@ def _edit(path: Path, change) -> None:
 
 def make_course(root: Path, n: int) -> list[str]:
     """The real course plus n published copies of lesson 3 (lesson 3 itself planned); its ids."""
-    shutil.copytree(REPO / "generator" / "templates", root / "templates")
+    shutil.copytree(REPO / "templates", root / "templates")
     content = root / "content"
     shutil.copytree(REPO / "content", content)
     source = content / "lessons" / TEMPLATE_LESSON

@@ -37,7 +37,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         started = time.perf_counter()
-        build(BuildOptions(content=REPO / "content", templates=REPO / "generator" / "templates",
+        build(BuildOptions(content=REPO / "content", templates=REPO / "templates",
                            out=root / "build", verify=False), progress=lambda _: None)
         print(f"build --no-verify of all packs: {time.perf_counter() - started:.1f} s")
         print("\ninlined mermaid (what the build does)")

@@ -28,9 +28,9 @@ from generator import verify as V
 from generator.bundle import bundle_pack
 from generator.cache import BuildCache, read_json, write_json
 from generator.runners import make_runner
+from generator.resources import TEMPLATES   # built in; --templates overrides
 
 REPO = Path(__file__).resolve().parent.parent
-TEMPLATES = Path(__file__).resolve().parent / "templates"   # built in; --templates overrides
 
 
 @dataclass

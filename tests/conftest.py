@@ -79,7 +79,7 @@ def copy_course(source: Path, into: Path, **kw) -> None:
 def copy_content(root: Path) -> Path:
     """This repository's content/ and templates/ into root; returns root."""
     copy_course(REPO / "content", root / "content")
-    shutil.copytree(REPO / "generator" / "templates", root / "templates")
+    shutil.copytree(REPO / "templates", root / "templates")
     return root
 
 

@@ -19,7 +19,7 @@ pytestmark = pytest.mark.cuda
 def gpu_packs(tmp_path_factory):
     root = tmp_path_factory.mktemp("gpu")
     shutil.copytree(REPO / "content", root / "content")
-    shutil.copytree(REPO / "generator" / "templates", root / "templates")
+    shutil.copytree(REPO / "templates", root / "templates")
     build(options_for(root, runner="cuda", jobs=4), progress=print)
     into = root / "unzipped"
     return {z.stem: unzip(z, into) for z in (root / "build" / "dist").glob("*.zip")}

@@ -18,7 +18,7 @@ from generator.leaks import Fingerprint, normalise, scan_files
 from generator.render import jinja_env
 
 REPO = Path(__file__).resolve().parent.parent
-ENV = jinja_env(REPO / "generator" / "templates")
+ENV = jinja_env(REPO / "templates")
 SVG = "{http://www.w3.org/2000/svg}"
 
 

@@ -10,7 +10,7 @@ from tests.conftest import REPO
 
 
 def render(root):
-    templates = root / "templates" if (root / "templates").is_dir() else root / "generator" / "templates"
+    templates = root / "templates"
     options = BuildOptions(content=root / "content", templates=templates, locales=("en",))
     return render_all(load_content(options.content), options)
 
