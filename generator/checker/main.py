@@ -23,7 +23,7 @@ from .present import Evaluation, json_result, render_report, write_submission
 from .protocol import Channel
 from .sandbox import sandbox_problem
 from .static import Target, blank_lines, load_target, review_edits
-from .supervisor import Supervisor, choose_factory, prepare_cases
+from .supervisor import Supervisor, choose_factory, close_factories, prepare_cases
 from .worker import serve
 from .zygote import zygote_main
 
@@ -90,7 +90,7 @@ class Session:
                           supervisor.timing, supervisor.flags(), self.sandbox)
 
     def close(self):
-        self.factory.close()
+        """The factory stays for later sessions of this process (closed at its exit)."""
 
 
 def evaluate_static(target, notebook=False):
@@ -164,12 +164,11 @@ def bench_after_check(target, status, out, no_gpu=False):
     return EXIT_PASS if all((result.get("checks") or {}).values()) else EXIT_FAIL
 
 
-def check_units(units, jobs, timeout, interpreter, sandbox=False, checker=None, seed_cache=None):
+def check_units(units, jobs, timeout, session):
     """Verification and grading: the cases of many kernel files ({"id", "path"} each), several at
-    once, each in workers of its own, every case computed once here. Returns each unit's JSON
-    result (as --json gives it, plus the report's text and timing)."""
+    once, each in workers of its own, every case computed once in the session. Returns each
+    unit's JSON result (as --json gives it, plus the report's text and timing)."""
     from concurrent.futures import ThreadPoolExecutor
-    session = Session(interpreter, sandbox, checker=checker, seed_cache=seed_cache)
 
     def one(unit):
         started = time.monotonic()
@@ -183,11 +182,8 @@ def check_units(units, jobs, timeout, interpreter, sandbox=False, checker=None, 
         data["timing"] = ev.timing
         return unit["id"], data
 
-    try:
-        with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-            return dict(pool.map(one, units))
-    finally:
-        session.close()
+    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+        return dict(pool.map(one, units))
 
 
 class CheckFailed(Exception):
@@ -248,6 +244,7 @@ def exit_now(code):
     if isinstance(code, str):
         print(code, file=sys.stderr)
         code = 1
+    close_factories()   # the workers' factory and its folders (os._exit runs no atexit)
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()

@@ -3,6 +3,7 @@ inputs and expected output, starts workers (worker.py) from a factory (zygote.py
 processes, sends each case's inputs, reads back data with limits it sets, and judges
 (verdict.py). A worker that hangs is killed at the time-out; one that crashes, faults the GPU or
 breaks the protocol fails the case it was running, and a fresh worker takes the remaining cases."""
+import atexit
 import json
 import os
 import queue
@@ -254,18 +255,45 @@ class Factory:
             shutil.rmtree(self.staging, ignore_errors=True)
 
 
+FACTORIES = {}   # one factory per kind of session, for the life of this process
+
+
 def choose_factory(setup, sandbox=False, **options):
-    """The fastest factory that is safe here: a forked one when this process may fork GPU children
-    (nothing here asked the driver, triton imported the right way); a fresh one otherwise."""
+    """The fastest factory that is safe here, kept for later sessions of this process: a forked
+    one when this process may fork GPU children (nothing here asked the driver, triton imported the
+    right way) and has no other thread yet (a fork copies no thread: torch's thread pool, once
+    started, would hang the forked children's parallel loops); a fresh one otherwise."""
+    key = json.dumps([setup["use_gpu"], sandbox, sorted(map(str, options.get("hidden") or [])),
+                      str(options.get("checker"))])
+    factory = FACTORIES.get(key)
+    if factory is not None and not getattr(factory, "dead", False):
+        return factory
     if sandbox:
-        return Factory("sandbox", setup, **options)
-    if os.environ.get("COURSEPACK_SPAWN") or not hasattr(os, "fork") or not hasattr(socket, "send_fds"):
-        return Factory("spawn", setup, **options)
-    if setup["forkable"]:
+        factory = Factory("sandbox", setup, **options)
+    elif os.environ.get("COURSEPACK_SPAWN") or not hasattr(os, "fork") or not hasattr(socket, "send_fds"):
+        factory = Factory("spawn", setup, **options)
+    elif setup["forkable"] and _single_threaded():
         if setup["use_gpu"]:
             warm_compile_key()   # before the fork: every worker inherits it
-        return Factory("fork", setup, **options)
-    return Factory("fresh", setup, **options)
+        factory = Factory("fork", setup, **options)
+    else:
+        factory = Factory("fresh", setup, **options)
+    FACTORIES[key] = factory
+    return factory
+
+
+def _single_threaded():
+    try:
+        return len(os.listdir("/proc/self/task")) == 1
+    except OSError:
+        return threading.active_count() == 1
+
+
+@atexit.register
+def close_factories():
+    for factory in FACTORIES.values():
+        factory.close()
+    FACTORIES.clear()
 
 
 class Supervisor:
