@@ -9,7 +9,7 @@ from pathlib import Path
 
 from .common import EXIT_FAIL, EXIT_PASS, EXIT_UNRUNNABLE, HERE, LESSON, msg
 from .environment import prepare
-from .worker import import_student
+from .worker import clock_functions, import_student
 
 SMOKE = False
 WARMUP_ONLY = False   # compile everything, time nothing (verification runs this while the GPU is busy)
@@ -91,10 +91,4 @@ def bench_main(measure, default_log2=28, argv=None):
 
 def timer_snapshot(torch):
     """The functions a bench's times come from: a kernel file that replaces one forges its times."""
-    import triton.testing
-    found = {"time.perf_counter": time.perf_counter, "time.monotonic": time.monotonic,
-             "torch.cuda.synchronize": torch.cuda.synchronize, "torch.cuda.Event": torch.cuda.Event,
-             "triton.testing.do_bench": triton.testing.do_bench}
-    for name in ("record", "elapsed_time", "synchronize"):
-        found[f"torch.cuda.Event.{name}"] = getattr(torch.cuda.Event, name, None)
-    return found
+    return clock_functions(torch)

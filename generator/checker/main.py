@@ -23,7 +23,7 @@ from .present import Evaluation, json_result, render_report, write_submission
 from .protocol import Channel
 from .sandbox import sandbox_problem
 from .static import Target, blank_lines, load_target, review_edits
-from .supervisor import Supervisor, choose_factory, close_factories, prepare_cases
+from .supervisor import START_MARGIN_S, Supervisor, choose_factory, close_factories, prepare_cases
 from .worker import serve
 from .zygote import zygote_main
 
@@ -63,7 +63,8 @@ class Session:
     """The trusted process's tools for checking kernel files: torch and triton prepared, the worker
     factory started before any case is computed, every case's inputs and expected output."""
 
-    def __init__(self, force_interpreter=False, sandbox=False, hidden=(), checker=None, limits=None, seed_cache=None):
+    def __init__(self, force_interpreter=False, sandbox=False, hidden=(), checker=None, limits=None, seed_cache=None,
+                 start_margin=START_MARGIN_S):
         if sandbox:
             why = sandbox_problem()
             if why:
@@ -75,6 +76,7 @@ class Session:
         if sandbox and self.setup["use_gpu"] and not os.path.exists("/dev/nvidia-uvm"):
             torch.cuda.init()   # creates /dev/nvidia-uvm, which the sandbox cannot (no setuid there)
         self.sandbox = "bubblewrap" if sandbox else None
+        self.start_margin = start_margin
         self.factory = choose_factory(self.setup, sandbox, checker=checker, hidden=hidden, limits=limits,
                                       seed_cache=seed_cache)
         self.prepared = prepare_cases(torch, self.setup["use_gpu"])
@@ -84,7 +86,8 @@ class Session:
         blank = blank_lines(target.text)
         if blank:
             return Evaluation(target, edits, fill, blank)
-        supervisor = Supervisor(self.factory, self.prepared, target, timeout, sandboxed=self.sandbox is not None)
+        supervisor = Supervisor(self.factory, self.prepared, target, timeout, sandboxed=self.sandbox is not None,
+                                start_margin=self.start_margin)
         results = supervisor.run([c["id"] for c in LESSON["cases"]])
         return Evaluation(target, edits, fill, blank, supervisor.env, results, supervisor.load_error,
                           supervisor.timing, supervisor.flags(), self.sandbox)

@@ -299,9 +299,9 @@ def close_factories():
 class Supervisor:
     """Runs the cases of one kernel file in workers; returns the results and what was seen."""
 
-    def __init__(self, factory, prepared, target, timeout, sandboxed=False):
+    def __init__(self, factory, prepared, target, timeout, sandboxed=False, start_margin=START_MARGIN_S):
         self.factory, self.prepared, self.target, self.timeout = factory, prepared, target, timeout
-        self.sandboxed = sandboxed
+        self.sandboxed, self.start_margin = sandboxed, start_margin
         self.env, self.load_error, self.results = None, None, {}
         self.timing = {"children": 0, "startup_s": 0.0, "loaded_s": 0.0}
         self.seen = {"patched": set(), "events": [], "launched": set(), "inputs_modified": [], "protocol": []}
@@ -320,7 +320,7 @@ class Supervisor:
         return self.results
 
     def _one_worker(self, case_ids):
-        if not self.factory.wait_ready(self.timeout + START_MARGIN_S):
+        if not self.factory.wait_ready(self.timeout + self.start_margin):
             self.load_error = {"kind": "crash", "code": "factory", "text": self.factory.factory_problem() or ""}
             return
         worker = self.factory.start()
@@ -338,7 +338,7 @@ class Supervisor:
             worker.kill()
 
     def _load(self, worker):
-        deadline = time.monotonic() + self.timeout + START_MARGIN_S
+        deadline = time.monotonic() + self.timeout + self.start_margin
         kind, header, _ = worker.next(deadline - time.monotonic())
         if kind != "frame" or "hello" not in header:
             return self._lost_at_load(worker, kind, header)
@@ -349,7 +349,7 @@ class Supervisor:
         if self.sandboxed:
             load = {"path": f"{SCRATCH_ROOT}/{LESSON['module']}", "source": self.target.text}
         worker.send({"load": load})
-        kind, header, _ = worker.next(self.timeout + START_MARGIN_S)
+        kind, header, _ = worker.next(self.timeout + self.start_margin)
         if kind != "frame":
             return self._lost_at_load(worker, kind, header)
         self._note(header)

@@ -53,6 +53,7 @@ class Harness:
         self._record_launches()
         self.snapshot = {name: getattr(torch, name) for name in dir(torch) if callable(getattr(torch, name, None))}
         self.tensor_snapshot = dict(vars(torch.Tensor))
+        self.timer_snapshot = clock_functions(torch)
         sys.addaudithook(self._audit)
 
     def _poisoned(self, plain):
@@ -124,7 +125,24 @@ class Harness:
                  and name not in ("empty", "empty_like")]
         names += [f"Tensor.{name}" for name, value in vars(torch.Tensor).items()
                   if self.tensor_snapshot.get(name) is not value]
+        names += [name for name, value in clock_functions(torch).items() if self.timer_snapshot.get(name) is not value]
         return sorted(names)[:20]
+
+
+def clock_functions(torch):
+    """The clocks a measurement reads: replacing one forges a time."""
+    import time
+    found = {f"time.{name}": getattr(time, name) for name in ("perf_counter", "monotonic", "time", "perf_counter_ns")}
+    event = getattr(torch.cuda, "Event", None)
+    for name in ("record", "elapsed_time", "synchronize", "query"):
+        found[f"torch.cuda.Event.{name}"] = getattr(event, name, None)
+    found["torch.cuda.synchronize"] = torch.cuda.synchronize
+    try:
+        import triton.testing
+        found["triton.testing.do_bench"] = triton.testing.do_bench
+    except ImportError:
+        pass
+    return found
 
 
 SCRATCH = None   # the worker's private folder in a sandbox (writes there are its own business)
