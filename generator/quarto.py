@@ -132,7 +132,7 @@ def _lesson_files(content: CourseContent, lesson: Lesson, locale: str, packs: di
 
     verification = _readme_verification(record)
     document = env.get_template("quarto/lesson.qmd.j2").render(
-        ui=ui, text=answer.text, heading=exercise.heading, figures=_figures(answer),
+        ui=ui, text=answer.text, heading=exercise.heading, figures=figures(lesson, locale),
         questions=[(q, answer.text.questions[q]) for q in spec.questions],
         hints=answer.hints, exercise_hints=len(exercise.hints),
         exercise_code=without_main_block(exercise.code()), answer_code=without_main_block(answer.code()),
@@ -144,25 +144,25 @@ def _lesson_files(content: CourseContent, lesson: Lesson, locale: str, packs: di
     where = f"{content.course.id}-{locale}-{EDITION}/{spec.id}/lesson.qmd"
     values = ((record or {}).get("bench") or {}).get("values")
     document = fill_measured(document, values, ui.pack.measured_placeholder, where)
-    files["lesson.qmd"] = cross_reference(document, _figures(answer)).encode()
+    files["lesson.qmd"] = cross_reference(document, figures(lesson, locale)).encode()
     return files, downloads
 
 
 FIGURE_NAME = re.compile(r"^\s*([^:：`$\n]{1,24}?\d[^:：`$\n]{0,8}?)\s*[:：]\s*(\S.*)$", re.S)
 
 
-def _figures(ctx: LessonContext) -> list[Figure]:
+def figures(lesson: Lesson, locale: str) -> list[Figure]:
     """The lesson's figures with a Quarto label each. A caption that starts with the figure's name
     ("Figure 3-1: ...", "图 3-1：...") loses it: Quarto numbers figures and writes the prefix."""
-    figures = []
-    for figure_id in ctx.lesson.spec.figures:
-        figure = ctx.text.figures[figure_id]
+    found = []
+    for figure_id in lesson.spec.figures:
+        figure = lesson.texts[locale].figures[figure_id]
         label = "fig-" + re.sub(r"^fig(?=\d)", "", figure_id).replace("_", "-")
         match = FIGURE_NAME.match(figure.caption)
         name, caption = (match.group(1).strip(), match.group(2).strip()) if match else ("", figure.caption.strip())
-        figures.append(Figure(label, name, caption, figure.mermaid))
-    names = [f.name for f in figures]
-    return [f if names.count(f.name) == 1 else Figure(f.label, "", f.caption, f.mermaid) for f in figures]
+        found.append(Figure(label, name, caption, figure.mermaid))
+    names = [f.name for f in found]   # a name two figures share refers to neither
+    return [f if names.count(f.name) == 1 else Figure(f.label, "", f.caption, f.mermaid) for f in found]
 
 
 def cross_reference(document: str, figures: list[Figure]) -> str:
@@ -252,6 +252,13 @@ def _problems(project: Pack, name: str) -> list[str]:
     return problems + check_markdown(document, reachable, where)
 
 
+def as_written(document: str, lesson: Lesson, locale: str) -> str:
+    """A page with its figure references back in the lesson's words (@fig-3-2 -> figure 3-2), as
+    the answer fingerprints were taken from them."""
+    names = {f.label: f.name for f in figures(lesson, locale) if f.name}
+    return re.sub(r"\\?@(fig-[A-Za-z0-9_-]+)", lambda m: names.get(m.group(1), m.group(0)), document)
+
+
 def project_leaks(content: CourseContent, locale: str, data: bytes, label: str) -> list[str]:
     """The leak scan of a Quarto project zip: what its exercise profile can show (every file but the
     lessons' answer/ folders, each page without its answer-profile blocks) against the answer
@@ -266,6 +273,10 @@ def project_leaks(content: CourseContent, locale: str, data: bytes, label: str) 
             body = exercise_view(body.decode("utf-8")).encode()
         view[name] = body
     found = []
+    for lesson in content.published:   # figure references read as the lesson text wrote them
+        prefix = lesson.spec.id + "/"
+        view |= {name: as_written(body.decode("utf-8"), lesson, locale).encode()
+                 for name, body in view.items() if name.startswith(prefix) and name.endswith(".qmd")}
     for name, body in sorted(view.items()):
         if name.endswith(".qmd") and any(ANSWER_DIR in posixpath.normpath(posixpath.join(posixpath.dirname(name), target)).split("/")
                                          for target in LINK.findall(body.decode("utf-8"))):
