@@ -35,10 +35,9 @@ PROFILES = ("exercise", "answer")
 OUTPUT_DIRS = {"exercise": "_site-exercise", "answer": "_site-answer"}
 ANSWER_BLOCK = re.compile(r"""^\s*:{3,}\s*\{[^}]*\.content-visible\b[^}]*\bwhen-profile\s*=\s*"answer"[^}]*\}\s*$""")
 DIV_FENCE = re.compile(r"^\s*:{3,}")
-CODE_FENCE = re.compile(r"^\s*(`{3,}|~{3,})")
+CODE_FENCE = re.compile(r"^\s*(`{3,}(?!.*`)|~{3,})")
 CODE_SPAN = re.compile(r"(`+)(?:.+?)\1")
 CITE_PUNCT = ":.#$%&-+?<>~/"    # pandoc's internal punctuation of a citation key
-LINK = re.compile(r"\]\(\s*<?([^)\s>]+)")
 
 
 @dataclass(frozen=True)
@@ -71,16 +70,16 @@ def _project_files(content: CourseContent, locale: str, packs: dict[str, dict[st
                    records: dict[str, dict | None], env: jinja2.Environment) -> dict[str, bytes]:
     ui = content.locales[locale]
     files: dict[str, bytes] = {}
-    pages, resources = [], {profile: [] for profile in PROFILES}
+    resources: dict[str, list[str]] = {profile: [] for profile in PROFILES}
     for lesson in content.published:
         lesson_id = lesson.spec.id
         lesson_files, downloads = _lesson_files(content, lesson, locale, packs[lesson_id], records.get(lesson_id), env)
         files.update({f"{lesson_id}/{name}": data for name, data in lesson_files.items()})
-        pages.append({"href": f"{lesson_id}/lesson.qmd", "text": ui.heading(lesson_id, _number(content, lesson_id))})
         for profile in PROFILES:
             resources[profile] += [f"{lesson_id}/{name}" for name in downloads[profile]]
-    files["index.qmd"] = env.get_template("quarto/index.qmd.j2").render(
-        ui=ui, lessons=_index_entries(content, locale)).encode()
+    entries = _index_entries(content, locale)
+    pages = [entry for entry in entries if entry["href"]]
+    files["index.qmd"] = env.get_template("quarto/index.qmd.j2").render(ui=ui, lessons=entries).encode()
     files["_quarto.yml"] = env.get_template("quarto/_quarto.yml.j2").render(
         ui=ui, locale=locale, pages=pages, default_profile=PROFILES[0], profiles=PROFILES).encode()
     for profile in PROFILES:
@@ -89,14 +88,9 @@ def _project_files(content: CourseContent, locale: str, packs: dict[str, dict[st
             title=f"{ui.course_title} · {ui.pack.edition_answer if profile == 'answer' else ui.pack.edition_exercise}",
         ).encode()
     files["README.md"] = env.get_template("quarto/README.md.j2").render(
-        course_title=ui.course_title, locale=locale, name=f"{content.course.id}-{locale}-{EDITION}",
-        output_dirs=OUTPUT_DIRS, answer_dir=ANSWER_DIR,
-        lessons=[page["href"].split("/")[0] for page in pages]).encode()
+        course_title=ui.course_title, locale=locale, output_dirs=OUTPUT_DIRS, answer_dir=ANSWER_DIR,
+        lessons=[posixpath.dirname(page["href"]) for page in pages]).encode()
     return files
-
-
-def _number(content: CourseContent, lesson_id: str) -> int:
-    return next(entry.number for entry in content.course.lessons if entry.id == lesson_id)
 
 
 def _index_entries(content: CourseContent, locale: str) -> list[dict]:
@@ -260,32 +254,26 @@ def as_written(document: str, lesson: Lesson, locale: str) -> str:
 
 
 def project_leaks(content: CourseContent, locale: str, data: bytes, label: str) -> list[str]:
-    """The leak scan of a Quarto project zip: what its exercise profile can show (every file but the
-    lessons' answer/ folders, each page without its answer-profile blocks) against the answer
-    fingerprints of the lesson it belongs to; and no link from there into an answer/ folder."""
+    """The leak scan of a Quarto project zip, read as its exercise profile shows it: every file but
+    the lessons' answer/ folders, each page without its answer-profile blocks. Each lesson's folder
+    (and the project's top files) against that lesson's answer fingerprints; and no page or
+    configuration but the answer profile's names an answer-only file."""
     with zipfile.ZipFile(io.BytesIO(data)) as archive:
         entries = {info.filename.split("/", 1)[1]: archive.read(info) for info in archive.infolist()}
-    view = {}
-    for name, body in entries.items():
-        if ANSWER_DIR in name.split("/")[:-1]:
-            continue
-        if name.endswith(".qmd"):
-            body = exercise_view(body.decode("utf-8")).encode()
-        view[name] = body
-    found = []
+    answer_only = sorted(name for name in entries if ANSWER_DIR in name.split("/")[:-1])
+    view = {name: exercise_view(body.decode("utf-8")).encode() if name.endswith(".qmd") else body
+            for name, body in entries.items() if name not in answer_only}
     for lesson in content.published:   # figure references read as the lesson text wrote them
-        prefix = lesson.spec.id + "/"
         view |= {name: as_written(body.decode("utf-8"), lesson, locale).encode()
-                 for name, body in view.items() if name.startswith(prefix) and name.endswith(".qmd")}
-    for name, body in sorted(view.items()):
-        if name.endswith(".qmd") and any(ANSWER_DIR in posixpath.normpath(posixpath.join(posixpath.dirname(name), target)).split("/")
-                                         for target in LINK.findall(body.decode("utf-8"))):
-            found.append(f"{label}/{name}: links to an answer-only file outside an answer-profile block")
+                 for name, body in view.items() if name.startswith(lesson.spec.id + "/") and name.endswith(".qmd")}
+    found = [f"{label}/{name}: names the answer-only {path} outside an answer-profile block"
+             for name, body in sorted(view.items()) if name.endswith((".qmd", ".yml")) and name != f"_quarto-{PROFILES[1]}.yml"
+             for path in answer_only if path.split("/", 1)[1] in body.decode("utf-8")]
     names = {"(zip entry names)": "\n".join(entries).encode()}
     for lesson in content.published:
-        prefix = lesson.spec.id + "/"
-        files = {name: body for name, body in view.items() if name.startswith(prefix) or "/" not in name}
-        found += scan_files(files | names, fingerprints(lesson, locale), label)
+        files = {name: body for name, body in view.items() if name.startswith(lesson.spec.id + "/") or "/" not in name}
+        found += [f"{leak} (outside the answer profile)"
+                  for leak in scan_files(files | names, fingerprints(lesson, locale), label)]
     return found
 
 
