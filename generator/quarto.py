@@ -79,7 +79,7 @@ def _project_files(content: CourseContent, locale: str, packs: dict[str, dict[st
             resources[profile] += [f"{lesson_id}/{name}" for name in downloads[profile]]
     entries = _index_entries(content, locale)
     pages = [entry for entry in entries if entry["href"]]
-    files["index.qmd"] = env.get_template("quarto/index.qmd.j2").render(ui=ui, lessons=entries).encode()
+    files["index.qmd"] = cross_reference(env.get_template("quarto/index.qmd.j2").render(ui=ui, lessons=entries), []).encode()
     files["_quarto.yml"] = env.get_template("quarto/_quarto.yml.j2").render(
         ui=ui, locale=locale, pages=pages, default_profile=PROFILES[0], profiles=PROFILES).encode()
     for profile in PROFILES:

@@ -14,6 +14,7 @@ from pathlib import Path
 from generator.build import BuildOptions, render_all
 from generator.html import strip_vendored
 from generator.loader import load_content
+from generator.quarto import quarto_projects
 from generator.render import finalize_pack, jinja_env
 
 GOLDEN = Path(__file__).resolve().parent / "golden"
@@ -21,7 +22,8 @@ REPO = GOLDEN.parent.parent
 
 
 def golden_names() -> list[str]:
-    """The packs that have a golden tree (every lesson pack of the real content, when up to date)."""
+    """The packs that have a golden tree (every lesson pack and Quarto project of the real content,
+    when up to date)."""
     return sorted(p.name for p in GOLDEN.iterdir() if p.is_dir()) if GOLDEN.is_dir() else []
 
 
@@ -35,7 +37,7 @@ def real_course():
 
 @lru_cache(maxsize=1)
 def current_packs() -> dict[str, dict[str, bytes]]:
-    """Every lesson pack as the golden trees hold it, once per process. Read only."""
+    """Every lesson pack and Quarto project as the golden trees hold them, once per process. Read only."""
     env = jinja_env(BuildOptions().templates)
     packs = {}
     for editions in real_course()[1].values():
@@ -43,6 +45,9 @@ def current_packs() -> dict[str, dict[str, bytes]]:
             final = finalize_pack(ctx, env, pack, None)
             packs[final.name] = {name: strip_vendored(data) if name.endswith(".html") else data
                                  for name, data in final.files.items()}
+    # A Quarto project's pages and configuration; its kernel files and checkers are the lesson packs'.
+    for project in quarto_projects(*real_course(), {}, env):
+        packs[project.name] = {name: data for name, data in project.files.items() if not name.endswith((".py", ".txt"))}
     return packs
 
 
