@@ -18,12 +18,12 @@ from generator.quarto import quarto_projects
 from generator.render import finalize_pack, jinja_env
 
 GOLDEN = Path(__file__).resolve().parent / "golden"
+QUARTO_GOLDEN = GOLDEN.with_name("golden_quarto")   # the Quarto projects (tests/test_quarto.py)
 REPO = GOLDEN.parent.parent
 
 
 def golden_names() -> list[str]:
-    """The packs that have a golden tree (every lesson pack and Quarto project of the real content,
-    when up to date)."""
+    """The packs that have a golden tree (every lesson pack of the real content, when up to date)."""
     return sorted(p.name for p in GOLDEN.iterdir() if p.is_dir()) if GOLDEN.is_dir() else []
 
 
@@ -37,7 +37,7 @@ def real_course():
 
 @lru_cache(maxsize=1)
 def current_packs() -> dict[str, dict[str, bytes]]:
-    """Every lesson pack and Quarto project as the golden trees hold them, once per process. Read only."""
+    """Every lesson pack as the golden trees hold it, once per process. Read only."""
     env = jinja_env(BuildOptions().templates)
     packs = {}
     for editions in real_course()[1].values():
@@ -45,21 +45,28 @@ def current_packs() -> dict[str, dict[str, bytes]]:
             final = finalize_pack(ctx, env, pack, None)
             packs[final.name] = {name: strip_vendored(data) if name.endswith(".html") else data
                                  for name, data in final.files.items()}
-    # A Quarto project's pages and configuration; its kernel files and checkers are the lesson packs'.
-    for project in quarto_projects(*real_course(), {}, env):
-        packs[project.name] = {name: data for name, data in project.files.items() if not name.endswith((".py", ".txt"))}
     return packs
 
 
+@lru_cache(maxsize=1)
+def current_projects() -> dict[str, dict[str, bytes]]:
+    """Each Quarto project as its golden tree holds it: pages, configuration, README and manifest
+    (its kernel files and checkers are the lesson packs'). Read only."""
+    projects = quarto_projects(*real_course(), {}, jinja_env(BuildOptions().templates))
+    return {p.name: {name: data for name, data in p.files.items() if not name.endswith((".py", ".txt"))}
+            for p in projects}
+
+
 def main() -> None:
-    if GOLDEN.exists():
-        shutil.rmtree(GOLDEN)
-    for name, files in current_packs().items():
-        for file, data in files.items():
-            path = GOLDEN / name / file
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_bytes(data)
-    print(f"rewrote {GOLDEN}; review with: git diff --stat tests/golden")
+    for folder, trees in ((GOLDEN, current_packs()), (QUARTO_GOLDEN, current_projects())):
+        if folder.exists():
+            shutil.rmtree(folder)
+        for name, files in trees.items():
+            for file, data in files.items():
+                path = folder / name / file
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.write_bytes(data)
+    print(f"rewrote {GOLDEN} and {QUARTO_GOLDEN}; review with: git diff --stat tests/golden tests/golden_quarto")
 
 
 if __name__ == "__main__":

@@ -11,6 +11,7 @@ profile shows it. Without pandoc these tests skip with that reason, except under
 from __future__ import annotations
 
 import copy
+import difflib
 import io
 import json
 import os
@@ -403,6 +404,23 @@ def test_the_schema_check_has_teeth(projects):
 
 
 # --- the build -----------------------------------------------------------------------------------
+
+def test_projects_match_their_golden_trees():
+    """The pages and configuration against tests/golden_quarto (`make golden` rewrites them)."""
+    from tests.golden_update import QUARTO_GOLDEN, current_projects
+    projects = current_projects()
+    assert sorted(projects) == sorted(p.name for p in QUARTO_GOLDEN.iterdir()), "run `make golden` and review"
+    for name, files in projects.items():
+        folder = QUARTO_GOLDEN / name
+        expected = {p.relative_to(folder).as_posix(): p.read_bytes() for p in folder.rglob("*") if p.is_file()}
+        assert sorted(files) == sorted(expected), "files differ from the golden tree; run `make golden` if intended"
+        for file in sorted(files):
+            if files[file] != expected[file]:
+                diff = "\n".join(list(difflib.unified_diff(
+                    expected[file].decode().splitlines(), files[file].decode().splitlines(),
+                    f"golden_quarto/{name}/{file}", f"generated/{name}/{file}", lineterm=""))[:40])
+                pytest.fail(f"{name}/{file} differs from its golden copy (run `make golden` if intended):\n{diff}")
+
 
 def test_projects_are_deterministic(course, projects):
     content, groups = course
