@@ -12,6 +12,7 @@ from tests.conftest import copy_content, options_for, run_check
 pytestmark = pytest.mark.slow
 LESSONS = ("lesson02_vector_add", "lesson03_relu", "lesson04_add_bias", "triton_course")
 NAMES = {f"{lesson}-{loc}-{ed}.zip" for lesson in LESSONS for loc in ("zh-CN", "en") for ed in ("exercise", "answer")}
+NAMES |= {f"triton_course-{loc}-quarto.zip" for loc in ("zh-CN", "en")}   # the Quarto projects (instructors')
 
 
 def test_build_writes_every_zip_and_a_report(built):
