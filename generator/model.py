@@ -62,6 +62,7 @@ class Headings(Strict):
 class PageLabels(Strict):
     """Words of lesson.html that are not lesson text: chart axes and legends, link names."""
     chart_bandwidth: Text
+    chart_tflops: Text
     chart_block: Text
     chart_copy: Text
     chart_kernel: Text
@@ -171,6 +172,8 @@ class Mistake(Strict):
     fill: Text | None = None
     replace: Replace | None = None
     fails: list[Ident] | FailsExcept
+    reason: Ident | None = None            # the reason the student must be shown, on every case it fails
+    reasons: dict[Ident, Ident] = {}       # per case, where it differs from `reason`
 
 
 class Tolerance(Strict):
@@ -264,6 +267,7 @@ class CheckerText(Strict):
 class MeasuredText(Strict):
     tables: dict[Ident, Text] = {}
     axes: dict[Ident, Text] = {}    # x-axis title of a table's chart, when its param is not BLOCK
+    intro: Text | None = None       # replaces the locale's measured_intro ({device}, {torch}, {triton})
 
 
 class LessonText(Strict):
