@@ -70,7 +70,9 @@ def _public_text(lesson: Lesson, locale: str) -> str:
         question.pop("answer")
     exercise = render_code(lesson.solution, lesson.texts[locale].code_comments,
                            lesson.texts[locale].exercise.todo_comment, answer=False)
-    return json.dumps(data, ensure_ascii=False) + "\n" + exercise
+    # the texts themselves, not their JSON: a line break must stay whitespace (JSON's "\n" would
+    # leave an "n" in the normalised text, and a public sentence that wraps would not be found)
+    return "\n".join(_strings(data)) + "\n" + exercise
 
 
 def scan_files(files: dict[str, bytes], prints: list[Fingerprint], label: str) -> list[str]:

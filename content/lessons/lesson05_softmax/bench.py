@@ -110,9 +110,10 @@ def measure(kernel, n, smoke):
                            f"{key}_chunked_best_vs_copy": f"{best_chunked['vs_copy']:.2f}"})
             for r in single + chunked:
                 values[f"{key}_{r['name'].split(', ')[1].replace('=', '').lower()}_vs_copy"] = f"{r['vs_copy']:.2f}"
-            checks[f"softmax.py equals torch.softmax, rows of {cols}, {dtype}"] = bool(same)
+            name = str(dtype).replace("torch.", "")
+            checks[f"softmax.py equals torch.softmax, rows of {cols}, {name}"] = bool(same)
             if not smoke:
-                checks[f"softmax.py reaches {GOAL[cols]} of copy bandwidth, rows of {cols}, {dtype}"] = \
+                checks[f"softmax.py reaches {GOAL[cols]} of copy bandwidth, rows of {cols}, {name}"] = \
                     mine["vs_copy"] >= GOAL[cols]
                 if dtype == torch.float32:   # the lesson's claims: each kernel wins on its own ground
                     other = best_chunked if cols == 4096 else best_single
