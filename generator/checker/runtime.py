@@ -337,8 +337,8 @@ def run_case(torch, fn, case, device, reference):
     # classify sees an input that does not broadcast to the output (a matrix factor) as it is
     seen = {name: cpu.double() if inputs[name] is None else inputs[name] for name, _, cpu in made}
     return {"status": "fail", "reason": classify(torch, seen, want, got, bad), "position": list(first),
-            "inputs": {name: fmt(value[first]) if hasattr(value, "shape") else fmt(value)
-                       for name, value in inputs.items() if value is not None},
+            "inputs": {name: (fmt(value[first]) if hasattr(value, "shape") else fmt(value)) if value is not None
+                       else "×".join(map(str, seen[name].shape)) for name, value in inputs.items()},
             "expected": fmt(want[first]), "got": fmt(got[first]), "count": count, "n": out.numel()}
 
 
