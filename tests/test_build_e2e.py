@@ -10,7 +10,8 @@ from generator.cli import main
 from tests.conftest import copy_content, options_for, run_check
 
 pytestmark = pytest.mark.slow
-LESSONS = ("lesson02_vector_add", "lesson03_relu", "lesson04_add_bias", "triton_course")
+LESSONS = ("lesson02_vector_add", "lesson03_relu", "lesson04_add_bias", "lesson05_softmax", "lesson06_matmul",
+           "triton_course")
 NAMES = {f"{lesson}-{loc}-{ed}.zip" for lesson in LESSONS for loc in ("zh-CN", "en") for ed in ("exercise", "answer")}
 
 

@@ -341,7 +341,10 @@ LESSON = json.loads(r"""{
   "bench_none": "this lesson has no bench",
   "bench_not_run": "--bench needs a kernel that runs: deal with the problem above first",
   "bench_note": "GB/s counts bytes read plus bytes written; the first call (JIT compilation) is not timed.",
+  "bench_note_flops": "TFLOP/s counts the operation's floating-point operations (2·M·N·K for a matrix product); 'vs base' is the base row's time over the row's time; the first call (JIT compilation and autotuning) is not timed.",
   "bench_title": "bandwidth on {device}, {n} elements per timing, median of many runs after warm-up · {versions}",
+  "bench_title_flops": "throughput on {device}, median of many runs after warm-up · {versions}",
+  "bench_vs_base": "vs base",
   "bench_vs_copy": "vs copy",
   "crashed": "crashed ({code}): the process running your kernel died",
   "edits_outside": "note: lines changed outside the blank: {lines}. The rules allow changes only at the blank; your instructor will see this.",
@@ -741,13 +744,16 @@ class PoisonedOutputs:
         return None
 
 
-def compare(torch, expected, got, dtype):
-    """Bool tensor: True where got differs from expected (NaN equals NaN, +0 equals -0)."""
+def compare(torch, expected, got, dtype, scale=None):
+    """Bool tensor: True where got differs from expected (NaN equals NaN, +0 equals -0). Within a
+    dtype's tolerance: |got - expected| <= atol + rtol * scale, scale |expected| unless the lesson's
+    reference defines error_scale (for a dot product, the sum of |a_ik * b_kj|)."""
     same = (got == expected) | (torch.isnan(got) & torch.isnan(expected))
     tolerance = (LESSON.get("compare") or {}).get(dtype)
     if tolerance:
         finite = torch.isfinite(got) & torch.isfinite(expected)
-        close = (got - expected).abs() <= tolerance.get("atol", 0.0) + tolerance.get("rtol", 0.0) * expected.abs()
+        scale = expected.abs() if scale is None else scale
+        close = (got - expected).abs() <= tolerance.get("atol", 0.0) + tolerance.get("rtol", 0.0) * scale
         same |= finite & close
     return ~same
 
@@ -771,15 +777,20 @@ def run_case(torch, fn, case, device, reference):
         return {"status": "fail", "reason": "wrote_past_end", "index": stray, "n": out.numel()}
     got = out.detach().double().to(expected.device)
     want = expected.double()
-    bad = compare(torch, want, got, case.get("dtype", "float32"))
+    scale = reference.get("error_scale")
+    if scale is not None:
+        scale = scale(**{name: ref for name, _, ref in made}).double().to(want.device)
+    bad = compare(torch, want, got, case.get("dtype", "float32"), scale)
     count = int(bad.sum())
     if not count:
         return {"status": "pass", "n": out.numel()}
     first = tuple(int(i) for i in bad.nonzero()[0])
     inputs = broadcast_inputs(torch, made, got.shape)
-    return {"status": "fail", "reason": classify(torch, inputs, want, got, bad), "position": list(first),
-            "inputs": {name: fmt(value[first]) if hasattr(value, "shape") else fmt(value)
-                       for name, value in inputs.items() if value is not None},
+    # classify sees an input that does not broadcast to the output (a matrix factor) as it is
+    seen = {name: cpu.double() if inputs[name] is None else inputs[name] for name, _, cpu in made}
+    return {"status": "fail", "reason": classify(torch, seen, want, got, bad), "position": list(first),
+            "inputs": {name: (fmt(value[first]) if hasattr(value, "shape") else fmt(value)) if value is not None
+                       else "×".join(map(str, seen[name].shape)) for name, value in inputs.items()},
             "expected": fmt(want[first]), "got": fmt(got[first]), "count": count, "n": out.numel()}
 
 
@@ -1338,17 +1349,34 @@ def row(name, ms, nbytes, copy_ms, role="kernel", param=None):
             "role": role, "param": param}
 
 
+def flops_row(name, ms, flops, base_ms, role="kernel", param=None):
+    """One row of a compute-bound table: TFLOP/s counts the operation's floating-point operations
+    (2 M N K for a matrix product); vs_base = the table's base row's time / this time. The base
+    row (role "base", e.g. cuBLAS) is the one its own vs_base of 1.00 compares against."""
+    return {"name": name, "ms": ms, "tflops": flops / (ms * 1e-3) / 1e12, "vs_base": base_ms / ms,
+            "role": role, "param": param}
+
+
+def table_columns(rows):
+    """(header, key, format) of a table's numeric columns, chosen from its rows' keys."""
+    if rows and "tflops" in rows[0]:
+        return [("ms", "ms", "9.3f"), ("TFLOP/s", "tflops", "8.1f"), (msg("bench_vs_base"), "vs_base", "10.2f")]
+    return [("ms", "ms", "9.3f"), ("GB/s", "gbps", "8.0f"), (msg("bench_vs_copy"), "vs_copy", "10.2f")]
+
+
 def print_tables(result):
-    print(msg("bench_title", device=result["device"], n=result["n"],
+    flops = any("tflops" in r for rows in result["tables"].values() for r in rows)
+    print(msg("bench_title_flops" if flops else "bench_title", device=result["device"], n=result["n"],
               versions=f"torch {result['torch']} · triton {result['triton']}"))
     for table_id, rows in result["tables"].items():
+        columns = table_columns(rows)
         print(f"\n  {LESSON['bench_tables'].get(table_id, table_id)}")
-        print(f"  {'':44} {'ms':>9} {'GB/s':>8} {msg('bench_vs_copy'):>10}")
+        print(f"  {'':44}" + "".join(f" {head:>{fmt.split('.')[0]}}" for head, _, fmt in columns))
         for r in rows:
-            print(f"  {r['name'][:44]:44} {r['ms']:9.3f} {r['gbps']:8.0f} {r['vs_copy']:10.2f}")
+            print(f"  {r['name'][:44]:44}" + "".join(f" {r[key]:{fmt}}" for _, key, fmt in columns))
     for name, ok in sorted((result.get("checks") or {}).items()):
         print(f"  {'PASS' if ok else 'FAIL'}  {name}")
-    print(msg("bench_note"))
+    print(msg("bench_note_flops" if flops else "bench_note"))
 
 
 def bench_main(measure, default_log2=28, argv=None):

@@ -1,0 +1,1715 @@
+#!/usr/bin/env python3
+"""Self-check for one coursepack lesson. Needs only Python, torch and triton.
+
+    python check.py                 check the kernel file beside this script
+    python check.py PATH            check another .py file, or the exercise cell of an .ipynb
+    python check.py --json          per-case results as JSON
+    python check.py --hint N        hint level N
+    python check.py --report F.md   write a submission report
+    python check.py --bench         check, then time the kernel with the lesson's bench.py (GPU)
+
+The student's code runs in child processes: a kernel that hangs, crashes or leaves the GPU in an
+error state fails its own case with a reason, a fresh child takes the next case, and this script
+always ends. The lesson-specific parts (inputs, reference, comparison, reasons) are data below.
+"""
+import argparse
+import difflib
+import io
+import json
+import os
+import platform
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import tokenize
+import traceback
+import zlib
+from pathlib import Path
+
+# The data block below is written by coursepack when it builds the pack.
+LESSON = json.loads(r"""{
+ "bench": "bench.py",
+ "bench_tables": {
+  "f16_16384": "行长 16384，float16",
+  "f16_4096": "行长 4096，float16",
+  "f32_16384": "行长 16384，float32",
+  "f32_4096": "行长 4096，float32：softmax.py 与 torch.softmax、eager 五算子写法、同字节数的设备内拷贝对比，以及两种内核的各种配置"
+ },
+ "blank_line": 17,
+ "case_names": {
+  "chunk_edge": "3 × 8193（走分段内核的最短行：最后一段只有 1 个元素）",
+  "empty_cols": "20 × 0（没有列）",
+  "empty_rows": "0 × 100（没有行）",
+  "large": "4099 × 4097（大输入，仅 GPU）",
+  "large_long": "1000 × 20011（大输入，长行，仅 GPU）",
+  "long_f16": "4 × 10000（长行，float16）",
+  "long_rows": "4 × 10000（长行：分段内核，4096 + 4096 + 1808）",
+  "one_column": "50 × 1（只有一列：每个结果都是 1）",
+  "overflow_f16": "6 × 257，行内有大数（float16）",
+  "overflow_f32": "6 × 257，行内有 100、88.8、1000、60000 等大数（float32）",
+  "random_bf16": "37 × 300（bfloat16）",
+  "random_f16": "37 × 300（float16）",
+  "random_f32": "37 × 300（float32）",
+  "seed": "具体演示的 2 × 3 矩阵（一个填充 lane；第二行不减最大值会溢出）",
+  "sliced": "50 × 300，x 是从更宽的张量中切出的前 300 列（行 stride 307）",
+  "sliced_long": "3 × 9000，x 是切出的视图（分段内核）",
+  "special_bf16": "-inf、整行 -inf、NaN 与 +inf（bfloat16）",
+  "special_f16": "-inf、整行 -inf、NaN 与 +inf（float16）",
+  "special_f32": "-inf、整行 -inf、NaN 与 +inf（float32）",
+  "tail_1025": "5 × 1025（块长 2048，1023 个填充 lane）",
+  "transposed": "60 × 100，x 是转置视图（按列存放，out 也按列存放）",
+  "whole_block": "16 × 1024（行长正好是一个块，没有填充）"
+ },
+ "cases": [
+  {
+   "dims": {
+    "M": 2,
+    "N": 3
+   },
+   "group": "normal",
+   "id": "seed",
+   "values": {
+    "x": [
+     "1.0",
+     "2.0",
+     "3.0",
+     "1000.0",
+     "1001.0",
+     "1002.0"
+    ]
+   }
+  },
+  {
+   "dims": {
+    "M": 16,
+    "N": 1024
+   },
+   "group": "normal",
+   "id": "whole_block"
+  },
+  {
+   "dims": {
+    "M": 37,
+    "N": 300
+   },
+   "group": "normal",
+   "id": "random_f32"
+  },
+  {
+   "dims": {
+    "M": 37,
+    "N": 300
+   },
+   "dtype": "float16",
+   "group": "normal",
+   "id": "random_f16"
+  },
+  {
+   "dims": {
+    "M": 37,
+    "N": 300
+   },
+   "dtype": "bfloat16",
+   "group": "normal",
+   "id": "random_bf16"
+  },
+  {
+   "dims": {
+    "M": 4,
+    "N": 10000
+   },
+   "group": "normal",
+   "id": "long_rows"
+  },
+  {
+   "dims": {
+    "M": 4,
+    "N": 10000
+   },
+   "dtype": "float16",
+   "group": "normal",
+   "id": "long_f16"
+  },
+  {
+   "dims": {
+    "M": 4099,
+    "N": 4097
+   },
+   "gpu_only": true,
+   "group": "normal",
+   "id": "large"
+  },
+  {
+   "dims": {
+    "M": 1000,
+    "N": 20011
+   },
+   "gpu_only": true,
+   "group": "normal",
+   "id": "large_long"
+  },
+  {
+   "dims": {
+    "M": 50,
+    "N": 1
+   },
+   "group": "boundary",
+   "id": "one_column"
+  },
+  {
+   "dims": {
+    "M": 5,
+    "N": 1025
+   },
+   "group": "boundary",
+   "id": "tail_1025"
+  },
+  {
+   "dims": {
+    "M": 3,
+    "N": 8193
+   },
+   "group": "boundary",
+   "id": "chunk_edge"
+  },
+  {
+   "dims": {
+    "M": 0,
+    "N": 100
+   },
+   "group": "boundary",
+   "id": "empty_rows"
+  },
+  {
+   "dims": {
+    "M": 20,
+    "N": 0
+   },
+   "group": "boundary",
+   "id": "empty_cols"
+  },
+  {
+   "dims": {
+    "M": 50,
+    "N": 300
+   },
+   "group": "boundary",
+   "id": "sliced",
+   "layout": {
+    "x": "sliced"
+   }
+  },
+  {
+   "dims": {
+    "M": 60,
+    "N": 100
+   },
+   "group": "boundary",
+   "id": "transposed",
+   "layout": {
+    "x": "transposed"
+   }
+  },
+  {
+   "dims": {
+    "M": 3,
+    "N": 9000
+   },
+   "group": "boundary",
+   "id": "sliced_long",
+   "layout": {
+    "x": "sliced"
+   }
+  },
+  {
+   "dims": {
+    "M": 6,
+    "N": 257
+   },
+   "group": "boundary",
+   "id": "overflow_f32",
+   "values": {
+    "x": [
+     "100.0",
+     "88.8",
+     "1000.0",
+     "-100.0",
+     "60000.0",
+     "95.5"
+    ]
+   }
+  },
+  {
+   "dims": {
+    "M": 6,
+    "N": 257
+   },
+   "dtype": "float16",
+   "group": "boundary",
+   "id": "overflow_f16",
+   "values": {
+    "x": [
+     "100.0",
+     "88.8",
+     "1000.0",
+     "-100.0",
+     "60000.0",
+     "95.5"
+    ]
+   }
+  },
+  {
+   "dims": {
+    "M": 6,
+    "N": 5
+   },
+   "group": "boundary",
+   "id": "special_f32",
+   "values": {
+    "x": [
+     "-inf",
+     "1.0",
+     "2.0",
+     "-inf",
+     "3.0",
+     "-inf",
+     "-inf",
+     "-inf",
+     "-inf",
+     "-inf",
+     "0.0",
+     "-inf",
+     "0.0",
+     "-inf",
+     "0.0",
+     "nan",
+     "1.0",
+     "2.0",
+     "3.0",
+     "4.0",
+     "inf",
+     "1.0",
+     "2.0",
+     "3.0",
+     "4.0",
+     "5.0",
+     "4.0",
+     "3.0",
+     "2.0",
+     "1.0"
+    ]
+   }
+  },
+  {
+   "dims": {
+    "M": 6,
+    "N": 5
+   },
+   "dtype": "float16",
+   "group": "boundary",
+   "id": "special_f16",
+   "values": {
+    "x": [
+     "-inf",
+     "1.0",
+     "2.0",
+     "-inf",
+     "3.0",
+     "-inf",
+     "-inf",
+     "-inf",
+     "-inf",
+     "-inf",
+     "0.0",
+     "-inf",
+     "0.0",
+     "-inf",
+     "0.0",
+     "nan",
+     "1.0",
+     "2.0",
+     "3.0",
+     "4.0",
+     "inf",
+     "1.0",
+     "2.0",
+     "3.0",
+     "4.0",
+     "5.0",
+     "4.0",
+     "3.0",
+     "2.0",
+     "1.0"
+    ]
+   }
+  },
+  {
+   "dims": {
+    "M": 6,
+    "N": 5
+   },
+   "dtype": "bfloat16",
+   "group": "boundary",
+   "id": "special_bf16",
+   "values": {
+    "x": [
+     "-inf",
+     "1.0",
+     "2.0",
+     "-inf",
+     "3.0",
+     "-inf",
+     "-inf",
+     "-inf",
+     "-inf",
+     "-inf",
+     "0.0",
+     "-inf",
+     "0.0",
+     "-inf",
+     "0.0",
+     "nan",
+     "1.0",
+     "2.0",
+     "3.0",
+     "4.0",
+     "inf",
+     "1.0",
+     "2.0",
+     "3.0",
+     "4.0",
+     "5.0",
+     "4.0",
+     "3.0",
+     "2.0",
+     "1.0"
+    ]
+   }
+  }
+ ],
+ "compare": {
+  "bfloat16": {
+   "atol": 1.1754943508222875e-38,
+   "rtol": 0.00787353515625
+  },
+  "float16": {
+   "atol": 5.960464477539063e-08,
+   "rtol": 0.00103759765625
+  },
+  "float32": {
+   "atol": 1.1754943508222875e-38,
+   "rtol": 6.103515625e-05
+  }
+ },
+ "edition": "answer",
+ "edition_name": "参考答案版",
+ "entry": "softmax",
+ "hint_names": [
+  "概念区域",
+  "具体方向",
+  "关键局部",
+  "完整答案"
+ ],
+ "hints": [
+  "分子是 $e^{x_i}$，但直接算会溢出：float32 的 $e^x$ 在 $x > 88.7$ 时就是 `inf`。softmax 的分子分母同乘一个常数，结果不变：想想乘哪个常数能让每个指数都不大于 0。",
+  "需要整行的最大值：它是一个把整块合成一个数的归约。`triton.language` 里有与 `tl.sum` 对应的求最大值的归约；这里的块是一维的，沿第 0 轴归约。",
+  "`xv` 是整行（填充 lane 是 `-inf`），`tl.max(xv, axis=0)` 是行最大值，它减回 `xv` 时自动广播到每个 lane；再对差求 `tl.exp`。",
+  "`tl.exp(xv - tl.max(xv, axis=0))`。写成 `tl.exp(xv)` 时，`seed` 的第二行与两个 `overflow` 用例会变成 NaN（`overflow`）；写成 `tl.exp2(...)` 时算的是 $2^{x - m}$，相当于 $x \\ln 2$ 的 softmax（`wrong_base`）。"
+ ],
+ "inputs": [
+  {
+   "draw": {
+    "alternate_signs": false,
+    "high": 4.0,
+    "low": -4.0
+   },
+   "name": "x",
+   "shape": [
+    "M",
+    "N"
+   ]
+  }
+ ],
+ "lesson": "lesson05_softmax",
+ "lesson_reasons": [
+  "overflow",
+  "wrong_base",
+  "bad_normalizer"
+ ],
+ "locale": "zh-CN",
+ "messages": {
+  "at_line": "（第 {line} 行）",
+  "bench_after_failures": "--bench 只为通过全部用例的内核计时：请先修复上面失败的用例",
+  "bench_needs_gpu": "--bench 需要 CUDA GPU；解释器的速度不能说明 GPU 的性能",
+  "bench_none": "本课没有 bench",
+  "bench_not_run": "--bench 需要一个能运行的内核：请先处理上面的问题",
+  "bench_note": "GB/s 按读入与写出的字节数之和计算；第一次调用（JIT 编译）不计时。",
+  "bench_note_flops": "TFLOP/s 按运算本身的浮点运算次数计算（矩阵乘为 2·M·N·K）；“相对基准”为基准行的用时除以该行用时；第一次调用（JIT 编译与自动调优）不计时。",
+  "bench_title": "{device} 上的带宽，每次计时 {n} 个元素，预热后多次运行取中位数 · {versions}",
+  "bench_title_flops": "{device} 上的计算吞吐，预热后多次运行取中位数 · {versions}",
+  "bench_vs_base": "相对基准",
+  "bench_vs_copy": "相对拷贝",
+  "crashed": "崩溃（{code}）：运行内核的进程意外退出",
+  "edits_outside": "注意：填空以外的行被修改了：{lines}。规则只允许修改填空处；老师会看到这条记录。",
+  "env_gpu": "运行环境：{device} · {versions}",
+  "env_interpreter": "运行环境：CPU 上的 Triton 解释器（未使用 CUDA GPU）· {versions}",
+  "env_unknown": "运行环境：未知（代码未能启动）",
+  "file_line": "文件：{file}",
+  "fill_blank": "请补齐 {where} 处的填空：把 ______ 换成你的表达式",
+  "fill_blank_next": "然后重新运行检查；`python check.py --hint 1` 可查看第一级提示",
+  "gpu_fault": "你的内核访问了张量之外的内存（GPU 报错后该进程不可再用，后续用例在新进程中运行）：请检查 offsets 与 mask",
+  "help_bench": "在 CUDA GPU 上测带宽",
+  "help_hint": "显示第 N 级提示（1-4）",
+  "help_interpreter": "即使有 GPU 也使用 Triton 解释器",
+  "help_json": "以 JSON 输出每个用例的结果",
+  "help_kernel": "要计时的内核文件（默认：本包中的内核文件）",
+  "help_log2": "元素个数的以 2 为底的对数（显存不够时自动减小）",
+  "help_path": "要检查的 .py 文件或 .ipynb 笔记本（默认：check.py 旁边的内核文件）",
+  "help_report": "把提交报告写入 FILE",
+  "help_smoke": "冒烟运行：极小规模，在 CPU 的 Triton 解释器中运行，只检查 bench 能否跑通",
+  "help_timeout": "每个用例允许的秒数",
+  "hint_answer_only": "第 4 级（完整答案）只在参考答案版中；请向老师求助",
+  "hint_heading": "提示，第 {level} 级（{name}）：",
+  "hint_range": "提示级别为 1 到 4",
+  "import_error": "无法导入你的文件（{where}）：{text}",
+  "import_timeout": "导入你的文件超过 {seconds} 秒，已被终止",
+  "interpreter_banner": "解释器的结果不是 GPU 实测；bfloat16 用例需要 GPU，已跳过",
+  "mismatch": "下标 {index}：输入 {input} -> 期望 {expected}，实际 {got}（{n} 个元素中有 {count} 个不同）",
+  "next_fix": "下一步：修复第一个失败的用例，或运行 `python check.py --hint 1`",
+  "next_submit": "下一步：写好解释后运行 `python check.py --report submission.md`",
+  "no_cell_source": "找不到定义该函数的单元格源码",
+  "no_exercise_cell": "{file} 中没有标记为 exercise 的单元格",
+  "no_such_file": "找不到文件：{file}",
+  "no_triton": "无法导入 Triton（{platform}）。Triton 只为 Linux 和 Windows 提供安装包；该怎么做，请看 README.md 中“{section}”一节。",
+  "not_tensor": "函数返回了 {got}，而不是张量",
+  "notebook_cell": "本笔记本的代码单元格",
+  "notebook_failed": "自检未通过，请查看上面的输出",
+  "position_2d": "第 {row} 行第 {column} 列",
+  "raised": "抛出异常 {text}",
+  "report_answer_here": "_你的答案：_",
+  "report_code": "你的代码",
+  "report_environment": "运行环境",
+  "report_explain_here": "_请解释该用例为什么失败，以及你做了哪些修改：_",
+  "report_failures": "失败用例与你的解释",
+  "report_gpu": "在 {device} 上的 GPU 实测",
+  "report_interpreter": "CPU 上的 Triton 解释器（不是 GPU 实测）",
+  "report_no_failures": "全部用例通过。",
+  "report_output": "check.py 的输出",
+  "report_questions": "问答题答案",
+  "report_run_kind": "运行方式",
+  "report_static": "仅静态审查（代码没有运行）",
+  "report_status": "结果",
+  "report_title": "提交：{lesson}",
+  "report_written": "报告已写入 {file}",
+  "score": "得分：自动评分 {got}/{total}（正常输入 {normal}/{normal_total}，边界输入 {boundary}/{boundary_total}）",
+  "score_graded": "另有实现解释 {explanation} 分与 Q1～Q{count} 共 {questions} 分，由老师评分",
+  "skip_bf16_interpreter": "跳过：bfloat16 需要 GPU，Triton 解释器对它的计算是错的",
+  "skip_needs_gpu": "跳过：需要 CUDA GPU",
+  "syntax_error": "语法错误，位置 {where}：{text}",
+  "timed_out": "超时：运行超过 {seconds} 秒，已被终止",
+  "title": "coursepack 自检 · {lesson} · {locale} · {edition}",
+  "version_differs": "注意：本包验证时使用 torch {torch} 与 triton {triton}，与你的版本不同",
+  "where_cell": "{file}，第 {cell} 个单元格，第 {line} 行",
+  "why": "原因：{text}",
+  "worker_crashed": "加载你的代码时检查进程崩溃（{code}）{text}",
+  "wrong_dtype": "输出 dtype 为 {got}，期望 {expected}",
+  "wrong_shape": "输出形状为 {got}，期望 {expected}",
+  "wrote_past_end_detail": "有一次写入落在 {n} 个元素的输出之外的第 {index} 个位置（越界写）"
+ },
+ "module": "softmax.py",
+ "platform_section": "先看你的机器",
+ "poison": -1024.0,
+ "questions": [
+  "q1",
+  "q2",
+  "q3"
+ ],
+ "reasons": {
+  "bad_normalizer": "每一行的值都差同一个因子，这一行的和不是 1：分子是对的，分母（整行的和）不对。检查填充 lane 是否读成了 `-inf`（`other=-float(\"inf\")`），以及分段内核在最大值变大时是否给旧的和乘了换算因子。",
+  "overflow": "出现了 NaN（或本应有值的地方是 0）：e^x 溢出成了 `inf`，`inf / inf` 是 NaN。求指数之前要先减去行最大值（用 `tl.max` 沿第 0 轴归约得到）。",
+  "unwritten": "有元素没有被写入（仍是预先填入的毒值）：检查 grid 是否每行一个 program（`(M,)`），以及写回的掩码是否覆盖了整行的 N 列。",
+  "wrong_base": "结果是 x · ln 2 的 softmax：`tl.exp2` 算的是 2^x 而不是 e^x。用 `tl.exp`，或者先乘 log2(e) 再用 `tl.exp2`。",
+  "wrong_value": "结果与 `torch.softmax` 不一致。如果只有跨步或转置的用例失败，检查读 `x` 的地址是否用了 `x` 自己的两个 stride。",
+  "wrote_past_end": "写到了 `out` 之外：写回要带掩码 `cols < N`（填充 lane 不能写），地址要用 `out` 自己的 stride。"
+ },
+ "reference": "\"\"\"What lesson 5's kernel computes, in torch, and how to tell its typical mistakes apart.\"\"\"\nimport math\n\nimport torch\n\n\ndef reference(x):\n    \"\"\"softmax over each row, as torch defines it (a row of only -inf, or with NaN or +inf, is\n    NaN throughout), computed in float64 and rounded once to the input's dtype.\"\"\"\n    return torch.softmax(x.double(), dim=1).to(x.dtype)\n\n\nSAMPLE_ROWS = 64   # differing rows looked at, at most (the first ones)\n\n\ndef classify(inputs, expected, got, bad):\n    \"\"\"The most telling mistake among the differing elements (None: the checker's generic reason).\n\n    inputs: x as float64 of the output's shape; expected, got: float64; bad: True where they\n    differ. A reason is given when its hypothesis, computed here from x, reproduces at least half\n    of the differing elements of the sampled rows (NaN where the hypothesis has NaN).\"\"\"\n    x = inputs[\"x\"]\n    if x is None or x.dim() != 2 or not x.numel():\n        return None\n    rows = bad.any(dim=1).nonzero().flatten()[:SAMPLE_ROWS]\n    xs, gs, es, bs = x[rows], got[rows], expected[rows], bad[rows]\n    loose = _tolerance(expected)\n    need = (int(bs.sum()) + 1) // 2\n\n    def explains(hypothesis):\n        same = (torch.isnan(hypothesis) & torch.isnan(gs)) | ((hypothesis - gs).abs() <= loose * hypothesis.abs() + 1e-30)\n        return int((same & bs).sum()) >= need\n\n    # exp(x) without the row's maximum subtracted, in float32 as the kernel computes: large\n    # values overflow to inf, and inf / inf is NaN\n    plain = torch.exp(xs.float())\n    if bool(torch.isinf(plain).any()) and explains((plain / plain.sum(dim=1, keepdim=True)).double()):\n        return \"overflow\"\n    # tl.exp2 instead of tl.exp: 2^z = e^(z ln 2), the softmax of x * ln 2\n    if explains(torch.softmax(xs * math.log(2.0), dim=1)):\n        return \"wrong_base\"\n    # every value of a row off by one common factor: the numerators are right, the denominator\n    # (the row's sum) is not\n    if explains(es * _row_factor(es, gs, bs)):\n        return \"bad_normalizer\"\n    return None\n\n\ndef _tolerance(expected):\n    \"\"\"Relative closeness that tells hypotheses apart through the output's rounding: a few units\n    in the last place of the output's dtype, recovered from its values (float16 and bfloat16\n    outputs hold values exact in that type; random float32 values almost never are).\"\"\"\n    finite = expected[torch.isfinite(expected)]\n    for dtype, ulp in ((torch.bfloat16, 2.0 ** -7), (torch.float16, 2.0 ** -10)):\n        if bool((finite.to(dtype).double() == finite).all()):\n            return 2 * ulp\n    return 2.0 ** -12\n\n\ndef _row_factor(expected, got, bad):\n    \"\"\"Per row, the median of got / expected over the differing elements where both are finite\n    and the expected value is not tiny (NaN where a row has none): a common factor, if any.\"\"\"\n    ratio = got / expected\n    usable = bad & torch.isfinite(ratio) & (expected.abs() > 1e-6)\n    factors = []\n    for r in range(expected.shape[0]):\n        values = ratio[r][usable[r]]\n        factors.append(values.median() if values.numel() else torch.tensor(float(\"nan\"), dtype=ratio.dtype))\n    return torch.stack(factors).to(expected)[:, None] if factors else expected[:, :0]\n",
+ "rubric": {
+  "boundary": 1,
+  "explanation": 1,
+  "normal": 2,
+  "pass_total": 8,
+  "per_question": 2
+ },
+ "template": [
+  "import torch",
+  "import triton",
+  "import triton.language as tl",
+  "",
+  "",
+  "# 按行 softmax，一个 program 处理一整行：out[row, :] = softmax(x[row, :])。",
+  "# BLOCK 是不小于 N 的 2 的幂；N 和各个 stride 是普通参数，新的行长不会每次都重新编译。",
+  "@triton.jit",
+  "def softmax_kernel(x, out, N, stride_xm, stride_xn, stride_om, stride_on, BLOCK: tl.constexpr):",
+  "    # 本 program 的行号，以及块内的 BLOCK 个列下标；mask 标出真正存在的 N 列。",
+  "    row = tl.program_id(0)",
+  "    cols = tl.arange(0, BLOCK)",
+  "    mask = cols < N",
+  "    # 填充 lane 读成 -inf：它不会成为最大值，exp(-inf) = 0 也不改变和。转成 float32 后再计算。",
+  "    xv = tl.load(x + row * stride_xm + cols * stride_xn, mask=mask, other=-float(\"inf\")).to(tl.float32)",
+  "    # 数值稳定的分子：先减去行最大值，每个指数都不大于 0，不会溢出。",
+  "    num = ______  # TODO: 数值稳定的分子 e^(x - 行最大值)（替换 ______）",
+  "    # 第二次归约：整行分子之和就是分母。",
+  "    den = tl.sum(num, axis=0)",
+  "    # 按 out 自己的 stride 写回这一行，同一个掩码。",
+  "    tl.store(out + row * stride_om + cols * stride_on, num / den, mask=mask)",
+  "",
+  "",
+  "# 长行的分段内核：一个 program 仍处理一整行，但每次只取 CHUNK 个元素，分两遍。",
+  "# 寄存器里只放一段，所以一个 SM 能同时驻留多个 program；代价是这一行要读两遍。",
+  "@triton.jit",
+  "def softmax_chunked_kernel(x, out, N, stride_xm, stride_xn, stride_om, stride_on, CHUNK: tl.constexpr):",
+  "    row = tl.program_id(0)",
+  "    cols = tl.arange(0, CHUNK)",
+  "    x_row = x + row * stride_xm",
+  "    out_row = out + row * stride_om",
+  "    # 第一遍：到目前为止的最大值 row_max 与和 den = sum(exp(x - row_max))。",
+  "    row_max = -float(\"inf\")",
+  "    den = 0.0",
+  "    for start in range(0, N, CHUNK):",
+  "        part = tl.load(x_row + (start + cols) * stride_xn, mask=start + cols < N, other=-float(\"inf\")).to(tl.float32)",
+  "        new_max = tl.maximum(row_max, tl.max(part, axis=0))",
+  "        # 最大值变大时，旧的和乘 exp(旧最大值 - 新最大值)，换到新的基准上。",
+  "        # 最大值仍为 -inf（读到的全是 -inf）时用 0 平移，避免 -inf - (-inf) = NaN。",
+  "        shift = tl.where(new_max == -float(\"inf\"), 0.0, new_max)",
+  "        den = den * tl.exp(row_max - shift) + tl.sum(tl.exp(part - shift), axis=0)",
+  "        row_max = new_max",
+  "    # 第二遍：再读一遍这一行（大多来自 L2 缓存），写出 exp(x - row_max) / den。",
+  "    for start in range(0, N, CHUNK):",
+  "        part = tl.load(x_row + (start + cols) * stride_xn, mask=start + cols < N, other=-float(\"inf\")).to(tl.float32)",
+  "        tl.store(out_row + (start + cols) * stride_on, tl.exp(part - row_max) / den, mask=start + cols < N)",
+  "",
+  "",
+  "def softmax(x, MAX_BLOCK=8192, CHUNK=4096, num_warps=None):",
+  "    # 输入是二维张量，float32、float16 或 bfloat16；每一行各自做 softmax。",
+  "    assert x.dim() == 2 and x.dtype in (torch.float32, torch.float16, torch.bfloat16)",
+  "    # empty_like 对转置（按列存放）的 x 返回同样按列存放的 out，所以 out 的 stride 单独传入。",
+  "    out = torch.empty_like(x)",
+  "    M, N = x.shape",
+  "    # 任一维为 0 时没有要算的元素；N = 0 时 BLOCK 也会是 0，不能启动。",
+  "    if M == 0 or N == 0:",
+  "        return out",
+  "    args = (x, out, N, x.stride(0), x.stride(1), out.stride(0), out.stride(1))",
+  "    BLOCK = triton.next_power_of_2(N)",
+  "    # 行能放进一个块（BLOCK 不超过 MAX_BLOCK）时一个 program 读一遍；更长的行分段读两遍。",
+  "    if BLOCK <= MAX_BLOCK:",
+  "        softmax_kernel[(M,)](*args, BLOCK=BLOCK, num_warps=num_warps or min(max(BLOCK // 512, 1), 16))",
+  "    else:",
+  "        softmax_chunked_kernel[(M,)](*args, CHUNK=CHUNK, num_warps=num_warps or min(max(CHUNK // 512, 1), 16))",
+  "    return out",
+  "",
+  "",
+  "if __name__ == \"__main__\":",
+  "    # 具体演示：python softmax.py（没有 GPU 时：TRITON_INTERPRET=1 python softmax.py）",
+  "    device = \"cuda\" if torch.cuda.is_available() else \"cpu\"",
+  "    x = torch.tensor([[1.0, 2.0, 3.0], [1000.0, 1001.0, 1002.0]], device=device)",
+  "    print(softmax(x).tolist())",
+  "    torch.testing.assert_close(softmax(x), torch.softmax(x, dim=1))",
+  "    # 长行：第 1 行的前 5000 个元素是 -inf，分段内核的第一段整段都是 -inf。",
+  "    long = torch.randn(3, 10000, device=device)",
+  "    long[1, :5000] = float(\"-inf\")",
+  "    torch.testing.assert_close(softmax(long), torch.softmax(long, dim=1))"
+ ],
+ "timeout_s": 120,
+ "title": "第 5 课 · 按行 Softmax"
+}""")
+
+BLANK = "______"
+GUARD = 4096              # poisoned elements on each side of every output, to catch stray writes
+HERE = Path(__file__).resolve().parent
+EXIT_PASS, EXIT_FAIL, EXIT_UNRUNNABLE = 0, 1, 2
+# Words of the CUDA errors that leave a process unusable (a CUDA error is sticky for its process).
+GPU_FAULT_WORDS = ("illegal memory access", "illegal address", "misaligned address",
+                   "operation not supported on global/shared address space", "unspecified launch failure",
+                   "device-side assert", "an illegal instruction", "CUDA error")
+
+
+def msg(key, **kw):
+    return LESSON["messages"][key].format(**kw)
+
+
+# ---------------------------------------------------------------------------------------------
+# Platform: torch and triton must import before anything can run
+# ---------------------------------------------------------------------------------------------
+
+def missing_packages():
+    """Names of the packages this checker needs that cannot be found (no import, so it is fast)."""
+    import importlib.util
+    return [name for name in ("torch", "triton") if importlib.util.find_spec(name) is None]
+
+
+def platform_message(missing):
+    where = f"{platform.system() or 'unknown'} {platform.machine()}".strip()
+    return msg("no_triton", platform=where, missing=", ".join(missing), section=LESSON["platform_section"])
+
+
+# ---------------------------------------------------------------------------------------------
+# Static review: the file, the blank, edits outside the blank
+# ---------------------------------------------------------------------------------------------
+
+class Target:
+    """The code under check: a .py file, or the exercise cell of a notebook written to a file."""
+
+    def __init__(self, path, display, text, cell=None):
+        self.path, self.display, self.text, self.cell = path, display, text, cell
+
+    def where(self, line):
+        if self.cell is not None:
+            return msg("where_cell", file=self.display, cell=self.cell, line=line)
+        return f"{self.display}:{line}"
+
+
+def load_target(arg, workdir, display=None):
+    path = Path(arg) if arg else HERE / LESSON["module"]
+    display = display or (str(arg) if arg else LESSON["module"])
+    if not path.exists():
+        raise SystemExit(msg("no_such_file", file=display))
+    if path.suffix == ".ipynb":
+        notebook = json.loads(path.read_text(encoding="utf-8"))
+        for index, cell in enumerate(notebook.get("cells", []), start=1):
+            if "exercise" in cell.get("metadata", {}).get("tags", []):
+                source = cell["source"]
+                text = "".join(source) if isinstance(source, list) else source
+                copy = Path(workdir) / LESSON["module"]
+                copy.write_text(text, encoding="utf-8")
+                return Target(copy, display, text, cell=index)
+        raise SystemExit(msg("no_exercise_cell", file=display))
+    return Target(path, display, path.read_text(encoding="utf-8"))
+
+
+def _tokens(text):
+    try:
+        return list(tokenize.generate_tokens(io.StringIO(text).readline))
+    except (tokenize.TokenError, IndentationError, SyntaxError):
+        return None
+
+
+def code_lines(text):
+    """The lines of text with comments and trailing blanks removed (None if it won't tokenize)."""
+    lines = text.splitlines()
+    tokens = _tokens(text)
+    if tokens is None:
+        return None
+    for tok in reversed(tokens):
+        if tok.type == tokenize.COMMENT:
+            row, col = tok.start
+            lines[row - 1] = lines[row - 1][:col]
+    return [line.rstrip() for line in lines]
+
+
+def blank_lines(text):
+    tokens = _tokens(text)
+    if tokens is None:
+        return [i for i, line in enumerate(text.splitlines(), 1) if BLANK in line.split("#")[0]]
+    return sorted({tok.start[0] for tok in tokens if tok.type == tokenize.NAME and tok.string == BLANK})
+
+
+def without_main_block(lines):
+    """The notebook's exercise cell is the kernel file without its `if __name__ == "__main__":` demo."""
+    start = next((i for i, line in enumerate(lines) if line.startswith("if __name__ == ")), len(lines))
+    return lines[:start]
+
+
+def review_edits(text, notebook=False):
+    """Line numbers changed outside the blank, and the student's fill if the blank line matches."""
+    lines = without_main_block(LESSON["template"]) if notebook else LESSON["template"]
+    template = code_lines("\n".join(lines) + "\n")
+    mine = code_lines(text)
+    if mine is None or template is None:
+        return [], None
+    while mine and not mine[-1]:   # blank lines at the end are no edit (an editor or a notebook adds them)
+        mine.pop()
+    while template and not template[-1]:
+        template.pop()
+    blank_index = LESSON["blank_line"] - 1
+    head, _, tail = template[blank_index].partition(BLANK)
+    pattern = re.compile(re.escape(head.strip()) + r"(.*)" + re.escape(tail.strip()) + "$")
+    fill, changed = None, []
+    matcher = difflib.SequenceMatcher(a=[l.strip() for l in template], b=[l.strip() for l in mine], autojunk=False)
+    for op, a0, a1, b0, b1 in matcher.get_opcodes():
+        if op == "equal":
+            continue
+        if op == "replace" and a0 <= blank_index < a1 and (a1 - a0) == (b1 - b0):
+            found = pattern.match(mine[b0 + blank_index - a0].strip())
+            if found:
+                fill = found.group(1).strip()
+                changed += [b + 1 for b in range(b0, b1) if b != b0 + blank_index - a0]
+                continue
+        changed += list(range(b0 + 1, b1 + 1)) or [max(b0, 1)]
+    return sorted(set(changed)), fill
+
+
+# ---------------------------------------------------------------------------------------------
+# Cases: inputs from the lesson's declarations, outputs poisoned and guarded, compared with the
+# lesson's reference
+# ---------------------------------------------------------------------------------------------
+
+def reference_namespace():
+    namespace = {"__name__": "lesson_reference"}
+    exec(compile(LESSON["reference"], "reference.py", "exec"), namespace)
+    return namespace
+
+
+def _draw(torch, spec, shape, seed, device="cpu"):
+    draw = spec.get("draw") or {}
+    low, high = float(draw.get("low", -8.0)), float(draw.get("high", 8.0))
+    generator = torch.Generator(device=device).manual_seed(seed)
+    values = torch.rand(shape, generator=generator, dtype=torch.float64, device=device) * (high - low) + low
+    if draw.get("alternate_signs"):
+        flat = values.view(-1)
+        flat[0::2] = -flat[0::2].abs()
+        flat[1::2] = flat[1::2].abs()
+    return values
+
+
+def _plant(values, planted):
+    flat = values.view(-1)
+    size = flat.numel()
+    if not size:
+        return
+    step = max(size // len(planted), 1)
+    for i, value in enumerate(planted):
+        flat[min(i * step, size - 1) if i < len(planted) - 1 else size - 1] = value
+
+
+def _layout(torch, logical, layout, seed):
+    """(storage, view): the tensor the kernel sees is view(storage), with the declared layout."""
+    if layout == "transposed":
+        if logical.dim() != 2:
+            raise ValueError("layout 'transposed' needs a 2-D input")
+        return logical.t().contiguous(), lambda s: s.t()
+    if layout == "sliced":
+        filler = _draw(torch, {}, (), seed)   # the slack holds other numbers, never the right ones
+        if logical.dim() == 1:
+            n = logical.shape[0]
+            storage = torch.full((2 * n,), float(filler), dtype=logical.dtype, device=logical.device)
+            storage[0::2] = logical
+            return storage, lambda s: s[0::2]
+        rows, cols = logical.shape
+        storage = _draw(torch, {}, (rows, cols + 7), seed + 1, logical.device.type).to(logical.dtype)
+        storage[:, :cols] = logical
+        return storage, lambda s: s[:, :cols]
+    return logical.contiguous(), lambda s: s
+
+
+def make_inputs(torch, case, device):
+    """The case's arguments, in declared order: (name, on-device value, reference value) triples.
+    Reference values live on the CPU, drawn the same on every machine, except for a case that runs
+    only on a GPU: its (large) inputs are drawn, and its reference computed, on the GPU itself."""
+    home = device if case.get("gpu_only") else "cpu"
+    dtype = getattr(torch, case.get("dtype", "float32"))
+    dims = case.get("dims") or {}
+    values = case.get("values") or {}
+    layouts = case.get("layout") or {}
+    made = []
+    for index, spec in enumerate(LESSON["inputs"]):
+        name = spec["name"]
+        seed = zlib.crc32(f"{case['id']}/{name}".encode())
+        if "scalar" in spec:
+            value = float(values.get(name, spec["scalar"]))
+            made.append((name, value, value))
+            continue
+        planted = [float(v) for v in values.get(name, [])]
+        if not dims and planted:
+            logical = torch.tensor(planted, dtype=torch.float64, device=home)
+        else:
+            shape = tuple(int(dims[d]) if isinstance(d, str) else int(d) for d in spec["shape"])
+            logical = _draw(torch, spec, shape, seed, home)
+            if planted:
+                _plant(logical, planted)
+        storage, view = _layout(torch, logical.to(dtype), layouts.get(name, "contiguous"), seed)
+        made.append((name, view(storage.to(device, copy=True)), view(storage)))   # the kernel's own copy
+    return made
+
+
+class PoisonedOutputs:
+    """While the student's function runs, torch.empty_like and torch.empty return memory filled with
+    the lesson's poison value inside guard bands, so unwritten elements and stray writes show."""
+
+    def __init__(self, torch, poison):
+        self.torch, self.poison, self.buffers = torch, poison, []
+        self.originals = {}
+
+    def _poisoned(self, plain):
+        torch = self.torch
+        if not plain.is_floating_point() or not plain.numel():
+            return plain
+        span = 1 + sum((size - 1) * stride for size, stride in zip(plain.shape, plain.stride()))
+        buffer = torch.full((span + 2 * GUARD,), self.poison, dtype=plain.dtype, device=plain.device)
+        self.buffers.append((buffer, span))
+        return buffer.as_strided(plain.shape, plain.stride(), GUARD)
+
+    def __enter__(self):
+        torch = self.torch
+        self.originals = {"empty_like": torch.empty_like, "empty": torch.empty}
+        empty_like, empty = self.originals["empty_like"], self.originals["empty"]
+
+        def poisoned_empty_like(t, *args, **kwargs):
+            plain = empty_like(t, *args, **kwargs)
+            return plain if args else self._poisoned(plain)
+
+        def poisoned_empty(*args, **kwargs):
+            plain = empty(*args, **kwargs)
+            return plain if kwargs.get("out") is not None else self._poisoned(plain)
+
+        torch.empty_like, torch.empty = poisoned_empty_like, poisoned_empty
+        return self
+
+    def __exit__(self, *exc):
+        for name, original in self.originals.items():
+            setattr(self.torch, name, original)
+        return False
+
+    def stray_write(self, out):
+        """Offset (in elements, from the output's first element) of a write outside the output."""
+        for buffer, span in self.buffers:
+            if not out.numel() or out.untyped_storage().data_ptr() != buffer.untyped_storage().data_ptr():
+                continue
+            before = buffer[:GUARD].detach().double().cpu() != self.poison   # the guards only: the
+            after = buffer[GUARD + span:].detach().double().cpu() != self.poison   # output may be large
+            if bool(after.any()):
+                return span + int(after.nonzero()[0])
+            if bool(before.any()):
+                return int(before.nonzero()[-1]) - GUARD
+        return None
+
+
+def compare(torch, expected, got, dtype, scale=None):
+    """Bool tensor: True where got differs from expected (NaN equals NaN, +0 equals -0). Within a
+    dtype's tolerance: |got - expected| <= atol + rtol * scale, scale |expected| unless the lesson's
+    reference defines error_scale (for a dot product, the sum of |a_ik * b_kj|)."""
+    same = (got == expected) | (torch.isnan(got) & torch.isnan(expected))
+    tolerance = (LESSON.get("compare") or {}).get(dtype)
+    if tolerance:
+        finite = torch.isfinite(got) & torch.isfinite(expected)
+        scale = expected.abs() if scale is None else scale
+        close = (got - expected).abs() <= tolerance.get("atol", 0.0) + tolerance.get("rtol", 0.0) * scale
+        same |= finite & close
+    return ~same
+
+
+def run_case(torch, fn, case, device, reference):
+    made = make_inputs(torch, case, device)
+    expected = reference["reference"](**{name: ref for name, _, ref in made})
+    poison = PoisonedOutputs(torch, float(LESSON["poison"]))
+    with poison:
+        out = fn(*[value for _, value, _ in made])
+    if device == "cuda":
+        torch.cuda.synchronize()
+    if not isinstance(out, torch.Tensor):
+        return {"status": "fail", "reason": "not_tensor", "got_type": type(out).__name__}
+    if tuple(out.shape) != tuple(expected.shape):
+        return {"status": "fail", "reason": "wrong_shape", "expected": list(expected.shape), "got": list(out.shape)}
+    if out.dtype != expected.dtype:
+        return {"status": "fail", "reason": "wrong_dtype", "expected": str(expected.dtype), "got": str(out.dtype)}
+    stray = poison.stray_write(out)
+    if stray is not None:
+        return {"status": "fail", "reason": "wrote_past_end", "index": stray, "n": out.numel()}
+    got = out.detach().double().to(expected.device)
+    want = expected.double()
+    scale = reference.get("error_scale")
+    if scale is not None:
+        scale = scale(**{name: ref for name, _, ref in made}).double().to(want.device)
+    bad = compare(torch, want, got, case.get("dtype", "float32"), scale)
+    count = int(bad.sum())
+    if not count:
+        return {"status": "pass", "n": out.numel()}
+    first = tuple(int(i) for i in bad.nonzero()[0])
+    inputs = broadcast_inputs(torch, made, got.shape)
+    # classify sees an input that does not broadcast to the output (a matrix factor) as it is
+    seen = {name: cpu.double() if inputs[name] is None else inputs[name] for name, _, cpu in made}
+    return {"status": "fail", "reason": classify(torch, seen, want, got, bad), "position": list(first),
+            "inputs": {name: (fmt(value[first]) if hasattr(value, "shape") else fmt(value)) if value is not None
+                       else "×".join(map(str, seen[name].shape)) for name, value in inputs.items()},
+            "expected": fmt(want[first]), "got": fmt(got[first]), "count": count, "n": out.numel()}
+
+
+def broadcast_inputs(torch, made, shape):
+    """Each input as float64 of the output's shape where it broadcasts to it (scalars stay floats)."""
+    found = {}
+    for name, _, cpu in made:
+        if not hasattr(cpu, "shape"):
+            found[name] = cpu
+            continue
+        try:
+            found[name] = torch.broadcast_to(cpu.double(), shape)
+        except RuntimeError:
+            found[name] = None
+    return found
+
+
+def classify(torch, inputs, expected, got, bad):
+    """The most telling reason among the differing elements: poison left behind first, then the
+    lesson's own classifier, then a plain wrong value."""
+    poison = float(LESSON["poison"])
+    if bool(((got == poison) & (expected != poison) & bad).any()):
+        return "unwritten"
+    lesson_classify = REFERENCE.get("classify") if REFERENCE else None
+    if lesson_classify is not None:
+        reason = lesson_classify(inputs, expected, got, bad)
+        if reason in LESSON["lesson_reasons"]:
+            return reason
+    return "wrong_value"
+
+
+def fmt(value):
+    value = float(value)
+    if value != value:
+        return "nan"
+    if value in (float("inf"), float("-inf")):
+        return "inf" if value > 0 else "-inf"
+    return repr(value)
+
+
+def skip_reason(case, use_gpu):
+    if case.get("gpu_only") and not use_gpu:
+        return "needs_gpu"
+    if case.get("dtype") == "bfloat16" and not use_gpu:
+        return "bf16_interpreter"
+    return None
+
+
+def is_gpu_fault(torch, exc, device):
+    """True when the process's GPU context is broken: a CUDA error is sticky for its process."""
+    text = f"{type(exc).__name__}: {exc}"
+    if type(exc).__name__ == "AcceleratorError" or any(word in text for word in GPU_FAULT_WORDS):
+        return True
+    if device != "cuda":
+        return False
+    try:
+        torch.cuda.synchronize()
+    except Exception:
+        return True
+    return False
+
+
+# ---------------------------------------------------------------------------------------------
+# The worker: a child process that imports one kernel file and runs cases, one message per event
+# ---------------------------------------------------------------------------------------------
+
+REFERENCE = None
+
+
+def import_student(path, name="student_kernel"):
+    import importlib.util
+    sys.path.insert(0, str(Path(path).parent))
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def student_line(exc, path):
+    target = os.path.realpath(path)
+    lines = [frame.lineno for frame in traceback.extract_tb(exc.__traceback__)
+             if os.path.realpath(frame.filename) == target]
+    return lines[-1] if lines else None
+
+
+def environment(torch, triton, use_gpu):
+    env = {"torch": torch.__version__, "triton": triton.__version__,
+           "python": sys.version.split()[0], "interpreter": not use_gpu}
+    if use_gpu:
+        env["device"] = torch.cuda.get_device_name(0)
+    return env
+
+
+def worker(send, path, case_ids, force_interpreter):
+    """Run case_ids on the kernel file at path; send(dict) reports each event. Returns when done,
+    or right after a GPU fault (the process must not be used again)."""
+    global REFERENCE
+    started = time.monotonic()
+    os.dup2(2, 1)   # the student's prints go to stderr; results travel through send()
+    import torch
+    if os.environ.get("COURSEPACK_CHILD_THREADS"):   # many children at once: no thread pool per child
+        torch.set_num_threads(int(os.environ["COURSEPACK_CHILD_THREADS"]))
+    use_gpu = not force_interpreter and torch.cuda.is_available()
+    if not use_gpu:
+        os.environ["TRITON_INTERPRET"] = "1"   # read when @triton.jit decorates the student's kernel
+    import triton
+    if use_gpu:
+        torch.empty(1, device="cuda")   # the CUDA context: its cost counts as start-up, not as case 1
+    else:
+        lean_interpreter()
+    send({"hello": environment(torch, triton, use_gpu), "startup_s": round(time.monotonic() - started, 3)})
+    REFERENCE = reference_namespace()
+    loading = time.monotonic()
+    try:
+        module = import_student(path)
+        fn = getattr(module, LESSON["entry"])
+    except SyntaxError as exc:
+        send({"load_error": {"kind": "syntax", "line": exc.lineno, "column": exc.offset, "text": exc.msg}})
+        return
+    except BaseException as exc:  # the student's module may raise anything at import
+        send({"load_error": {"kind": "import", "line": student_line(exc, path),
+                             "text": f"{type(exc).__name__}: {exc}"}})
+        return
+    send({"loaded_s": round(time.monotonic() - loading, 3)})
+    device = "cuda" if use_gpu else "cpu"
+    cases = {case["id"]: case for case in LESSON["cases"]}
+    for case_id in case_ids:
+        case = cases[case_id]
+        send({"start": case_id})
+        skip = skip_reason(case, use_gpu)
+        if skip:
+            send({"case": case_id, "status": "skip", "reason": skip})
+            continue
+        case_started = time.monotonic()
+        try:
+            result = run_case(torch, fn, case, device, REFERENCE)
+        except BaseException as exc:
+            text = str(exc).strip().splitlines()
+            result = {"status": "error", "line": student_line(exc, path),
+                      "text": f"{type(exc).__name__}: {text[0] if text else ''}"}
+            if is_gpu_fault(torch, exc, device):
+                send({"case": case_id, "status": "fault", "text": result["text"], "line": result["line"]})
+                return
+        send({"case": case_id, "seconds": round(time.monotonic() - case_started, 3), **result})
+    send({"done": True})
+
+
+def lean_interpreter():
+    """The Triton interpreter redoes every integer +, - and * of a kernel in 64 bits to check for
+    overflow, then hands the check to device_assert, which drops it unless debug is on, and the
+    interpreter's debug is off. That work, about half of a kernel's time in the interpreter,
+    changes nothing: skip it. Only where this Triton's device_assert is seen to drop it."""
+    try:
+        import dataclasses
+        import inspect
+        from triton.runtime import interpreter
+        builder = interpreter.interpreter_builder
+        drops = "options.debug" in inspect.getsource(type(interpreter.interpreter_semantic).device_assert)
+        if drops and not builder.options.debug and builder.options.sanitize_overflow:
+            builder.options = dataclasses.replace(builder.options, sanitize_overflow=False)
+    except Exception:   # another Triton: its interpreter as it is
+        pass
+
+
+def preload():
+    """Import torch and triton, and what Triton imports on its first kernel call (its code
+    generator: some fifty modules), so that no forked child imports them again. Starts no CUDA."""
+    import gc
+    import importlib
+    gc.disable()   # no collection passes over the objects the import makes: a sixth of its time
+    try:
+        for name in ("torch", "triton", "triton.compiler.code_generator"):
+            try:
+                importlib.import_module(name)
+            except ImportError:
+                if name in ("torch", "triton"):
+                    raise
+        gc.freeze()    # nor later ones, here or in the forked children
+    finally:
+        gc.enable()
+
+
+def warm_compile_key():
+    """Triton hashes its own source files for its compile-cache keys, once per process (0.4 s on an
+    H200 host). Computed in a parent (it starts no CUDA), every forked child inherits it."""
+    try:
+        from triton.runtime.cache import triton_key
+        triton_key()
+    except Exception:   # another Triton version: each child computes it, as before
+        pass
+
+
+_TORCH_UNTOUCHED = False   # torch imported by this script, before anything could start CUDA
+IMPORT_S = 0.0             # how long this script took to import torch and triton (0: they were there)
+
+
+def _fork_context(untouched=False):
+    """fork where no CUDA was started in this process (children then share its imported torch);
+    spawn otherwise, and on platforms without fork. A process that asked the driver anything (even
+    torch.cuda.is_available(), unless through NVML) cannot fork children that use the GPU.
+    untouched=True: the caller vouches that nothing in this process has asked the driver anything
+    (coursepack's verification job, a fresh process or a child of its task server)."""
+    global _TORCH_UNTOUCHED, IMPORT_S
+    import multiprocessing
+    if "fork" not in multiprocessing.get_all_start_methods() or os.environ.get("COURSEPACK_SPAWN"):
+        return multiprocessing.get_context("spawn")
+    fork = multiprocessing.get_context("fork")
+    if ("torch" not in sys.modules or untouched) and not missing_packages():
+        started = time.monotonic()
+        preload()   # imported once here: every forked child (a restart too) shares them
+        IMPORT_S = time.monotonic() - started
+        _TORCH_UNTOUCHED = not sys.modules["torch"].cuda.is_initialized()
+        return fork if _TORCH_UNTOUCHED else multiprocessing.get_context("spawn")
+    torch = sys.modules.get("torch")
+    if torch is None:
+        return fork
+    if torch.cuda.is_initialized():   # a notebook cell may have run a kernel since
+        return multiprocessing.get_context("spawn")
+    if _TORCH_UNTOUCHED:
+        return fork
+    if os.environ.get("PYTORCH_NVML_BASED_CUDA_CHECK") == "1" or not torch.cuda.is_available():
+        return fork   # asked through NVML, or no GPU at all: nothing was started
+    return multiprocessing.get_context("spawn")
+
+
+def _child_main(conn, stderr_path, path, case_ids, force_interpreter):
+    import faulthandler
+    faulthandler.disable()   # a parent's fault handler (pytest, Jupyter) would print the child's crash
+    with open(stderr_path, "w", encoding="utf-8", errors="replace") as err:
+        os.dup2(err.fileno(), 2)
+        os.setpgrp() if hasattr(os, "setpgrp") else None
+        try:
+            worker(conn.send, path, case_ids, force_interpreter)
+        finally:
+            conn.close()
+            sys.stdout.flush()
+            sys.stderr.flush()
+
+
+class Supervisor:
+    """Runs the cases of one kernel file in child processes: a timeout, a crash or a GPU fault fails
+    only the case it happened in, and a fresh child takes the remaining cases."""
+
+    def __init__(self, path, timeout, force_interpreter, context=None):
+        self.path, self.timeout, self.force_interpreter = str(path), timeout, force_interpreter
+        self.context = context or _fork_context()
+        self.env, self.load_error, self.results = None, None, {}
+        self.timing = {"children": 0, "startup_s": 0.0, "loaded_s": 0.0}
+
+    def run(self, case_ids):
+        pending = list(case_ids)
+        while pending and self.load_error is None:
+            self._one_child(pending)
+            pending = [c for c in pending if c not in self.results]
+            if pending and self.env is not None and not self.env["interpreter"]:
+                warm_compile_key()   # the next child (a fork) inherits it instead of computing it again
+        return self.results
+
+    def _one_child(self, case_ids):
+        from multiprocessing.connection import wait
+        parent, child = self.context.Pipe(duplex=False)
+        with tempfile.NamedTemporaryFile(prefix="coursepack-stderr-", suffix=".txt", delete=False) as tmp:
+            stderr_path = tmp.name
+        process = self.context.Process(target=_child_main, daemon=True,
+                                       args=(child, stderr_path, self.path, case_ids, self.force_interpreter))
+        process.start()
+        child.close()
+        current, deadline = None, time.monotonic() + self.timeout + 120   # import + first compile
+        try:
+            while True:
+                ready = wait([parent, process.sentinel], timeout=max(deadline - time.monotonic(), 0.01))
+                if not ready:
+                    self._record_hang(current)
+                    return
+                if parent in ready:
+                    try:
+                        message = parent.recv()
+                    except (EOFError, OSError):
+                        message = None
+                    if message is not None:
+                        current, deadline = self._handle(message, current, deadline)
+                        if "done" in message or "load_error" in message or message.get("status") == "fault":
+                            return
+                        continue
+                process.join(5)
+                self._record_end(current, process.exitcode, _tail_file(stderr_path))
+                return
+        finally:
+            _stop(process)
+            parent.close()
+            try:
+                os.unlink(stderr_path)
+            except OSError:
+                pass
+
+    def _handle(self, message, current, deadline):
+        if "hello" in message:
+            self.env = message["hello"]
+            self.timing["children"] += 1
+            self.timing["startup_s"] += message.get("startup_s", 0.0)
+        elif "loaded_s" in message:
+            self.timing["loaded_s"] += message["loaded_s"]
+        elif "load_error" in message:
+            self.load_error = message["load_error"]
+        elif "start" in message:
+            return message["start"], time.monotonic() + self.timeout
+        elif "case" in message:
+            case_id = message.pop("case")
+            self.results[case_id] = message
+            return None, deadline
+        return current, deadline
+
+    def _record_end(self, current, code, stderr):
+        if current is not None:
+            self.results[current] = {"status": "crash", "code": _exit_text(code), "stderr": stderr}
+        elif self.load_error is None and (self.env is None or not self.results):
+            self.load_error = {"kind": "crash", "code": _exit_text(code), "text": stderr}
+
+    def _record_hang(self, current):
+        if current is None:
+            self.load_error = {"kind": "timeout", "seconds": self.timeout}
+        else:
+            self.results[current] = {"status": "timeout", "seconds": self.timeout}
+
+
+def _stop(process):
+    if process.is_alive():
+        try:
+            os.killpg(process.pid, signal.SIGKILL)
+        except (AttributeError, ProcessLookupError, PermissionError, OSError):
+            process.kill()
+    process.join(10)
+
+
+def _tail_file(path, lines=6):
+    try:
+        data = Path(path).read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return ""
+    return "\n".join(data.strip().splitlines()[-lines:])
+
+
+def _exit_text(code):
+    if code is not None and code < 0:
+        try:
+            return signal.Signals(-code).name
+        except ValueError:
+            return f"signal {-code}"
+    return f"exit status {code}"
+
+
+# ---------------------------------------------------------------------------------------------
+# Presentation: lines in the pack's language, score, JSON
+# ---------------------------------------------------------------------------------------------
+
+def env_line(env):
+    if env is None:
+        return msg("env_unknown")
+    versions = f"torch {env['torch']} · triton {env['triton']}"
+    if env["interpreter"]:
+        return msg("env_interpreter", versions=versions)
+    return msg("env_gpu", device=env["device"], versions=versions)
+
+
+def version_warning(env):
+    verified = read_verified()
+    if not verified or env is None:
+        return None
+    theirs = (verified.get("torch"), verified.get("triton"))
+    if theirs != (env["torch"], env["triton"]):
+        return msg("version_differs", torch=theirs[0], triton=theirs[1], runner=verified.get("runner_label", ""))
+    return None
+
+
+def read_verified():
+    manifest = HERE / "manifest.json"
+    try:
+        record = json.loads(manifest.read_text(encoding="utf-8")).get("verification")
+    except (OSError, ValueError):
+        return {}
+    return record if isinstance(record, dict) else {}
+
+
+def position_text(position):
+    if len(position) == 2:
+        return msg("position_2d", row=position[0], column=position[1])
+    return ", ".join(str(p) for p in position) if position else "0"
+
+
+def inputs_text(inputs):
+    if len(inputs) == 1:
+        return next(iter(inputs.values()))
+    return ", ".join(f"{name} = {value}" for name, value in inputs.items())
+
+
+def case_detail(result):
+    status = result["status"]
+    reasons = LESSON["reasons"]
+    if status == "fail":
+        reason = result["reason"]
+        if reason in ("wrong_shape", "wrong_dtype"):
+            return [msg(reason, expected=result["expected"], got=result["got"])]
+        if reason == "not_tensor":
+            return [msg("not_tensor", got=result["got_type"])]
+        if reason == "wrote_past_end":
+            return [msg("wrote_past_end_detail", index=result["index"], n=result["n"]),
+                    msg("why", text=reasons["wrote_past_end"])]
+        lines = [msg("mismatch", index=position_text(result["position"]), input=inputs_text(result["inputs"]),
+                     expected=result["expected"], got=result["got"], count=result["count"], n=result["n"])]
+        if reason in reasons:
+            lines.append(msg("why", text=reasons[reason]))
+        return lines
+    if status == "error":
+        return [msg("raised", text=result["text"]) + (msg("at_line", line=result["line"]) if result.get("line") else "")]
+    if status == "fault":
+        return [msg("gpu_fault"), "  " + msg("raised", text=result["text"])]
+    if status == "timeout":
+        return [msg("timed_out", seconds=result["seconds"])]
+    if status == "crash":
+        lines = [msg("crashed", code=result["code"])]
+        return lines + ["  " + l for l in result.get("stderr", "").splitlines()[-3:]]
+    return []
+
+
+FAILED = ("fail", "error", "fault", "timeout", "crash")
+
+
+def score(cases, results):
+    rubric = LESSON["rubric"]
+    points = {}
+    for group in ("normal", "boundary"):
+        ran = [c for c in cases if c["group"] == group and results.get(c["id"], {}).get("status") != "skip"]
+        passed = [c for c in ran if results.get(c["id"], {}).get("status") == "pass"]
+        points[group] = (rubric[group] * len(passed) // len(ran)) if ran else 0
+    return points
+
+
+def header_lines(target, env):
+    lines = [msg("title", lesson=LESSON["title"], locale=LESSON["locale"], edition=LESSON["edition_name"]),
+             msg("file_line", file=target.display if target.cell is None else target.where(1).rsplit(",", 1)[0])]
+    if env is not None:
+        lines.append(env_line(env))
+        if env["interpreter"]:
+            lines.append("  " + msg("interpreter_banner"))
+        warning = version_warning(env)
+        if warning:
+            lines.append("  " + warning)
+    return lines + [""]
+
+
+def load_error_line(target, load_error):
+    kind = load_error["kind"]
+    if kind == "syntax":
+        return msg("syntax_error", where=target.where(load_error["line"] or 1), text=load_error["text"])
+    if kind == "import":
+        where = target.where(load_error["line"]) if load_error.get("line") else target.display
+        return msg("import_error", where=where, text=load_error["text"])
+    if kind == "timeout":
+        return msg("import_timeout", seconds=load_error["seconds"])
+    return msg("worker_crashed", code=load_error.get("code", ""), text=load_error.get("text", ""))
+
+
+def render_report(target, env, results, edits, load_error, blank):
+    """All lines a student sees, and the overall status."""
+    lines = header_lines(target, env)
+    if blank:
+        lines += [msg("fill_blank", where=", ".join(target.where(n) for n in blank)), msg("fill_blank_next")]
+        return lines, "blank"
+    if load_error is not None:
+        return lines + [load_error_line(target, load_error)], "load_error"
+    symbols = {"pass": "PASS", "skip": "SKIP"}
+    for case in LESSON["cases"]:
+        result = results.get(case["id"], {"status": "crash", "code": "?"})
+        name = LESSON["case_names"][case["id"]]
+        if result["status"] == "skip":
+            name += "  (" + LESSON["messages"]["skip_" + result["reason"]] + ")"
+        lines.append(f"  {symbols.get(result['status'], 'FAIL'):4}  {name}")
+        lines += ["        " + d for d in case_detail(result)]
+    if edits:
+        lines += ["", msg("edits_outside", lines=", ".join(map(str, edits)))]
+    points = score(LESSON["cases"], results)
+    rubric = LESSON["rubric"]
+    lines += ["", msg("score", got=points["normal"] + points["boundary"], total=rubric["normal"] + rubric["boundary"],
+                      normal=points["normal"], normal_total=rubric["normal"],
+                      boundary=points["boundary"], boundary_total=rubric["boundary"]),
+              "       " + msg("score_graded", explanation=rubric["explanation"],
+                              questions=rubric["per_question"] * len(LESSON["questions"]),
+                              count=len(LESSON["questions"]))]
+    failed = [c for c in LESSON["cases"] if results.get(c["id"], {}).get("status") not in ("pass", "skip")]
+    lines.append(msg("next_fix") if failed else msg("next_submit"))
+    return lines, "fail" if failed else "pass"
+
+
+def json_result(target, env, results, edits, fill, load_error, status):
+    points = score(LESSON["cases"], results) if status in ("pass", "fail") else {"normal": 0, "boundary": 0}
+    return {"lesson": LESSON["lesson"], "locale": LESSON["locale"], "edition": LESSON["edition"],
+            "file": target.display, "status": status, "environment": env, "load_error": load_error,
+            "edits_outside_blank": edits, "fill": fill,
+            "cases": [dict(id=c["id"], group=c["group"], **results.get(c["id"], {"status": "not_run"}))
+                      for c in LESSON["cases"]],
+            "score": points}
+
+
+def write_submission(path, target, env, lines, status, results):
+    ran = env is not None and status in ("pass", "fail")
+    if not ran:
+        run_kind = msg("report_static")
+    elif env["interpreter"]:
+        run_kind = msg("report_interpreter")
+    else:
+        run_kind = msg("report_gpu", device=env["device"])
+    failed = [c for c in LESSON["cases"] if results.get(c["id"], {}).get("status") in FAILED]
+    out = [f"# {msg('report_title', lesson=LESSON['title'])}", "",
+           f"- {msg('report_run_kind')}: {run_kind}",
+           f"- {msg('report_environment')}: {env_line(env).partition(': ')[2] if ran else msg('report_static')}",
+           f"- {msg('report_status')}: {status}", "",
+           f"## {msg('report_code')}", "", "```python", target.text.rstrip(), "```", "",
+           f"## {msg('report_output')}", ""]
+    out += (["```text", *lines, "```"] if ran else [msg("report_static"), "", "```text", *lines, "```"])
+    out += ["", f"## {msg('report_failures')}", ""]
+    if failed:
+        for case in failed:
+            out += [f"### {LESSON['case_names'][case['id']]}", "", msg("report_explain_here"), ""]
+    else:
+        out += [msg("report_no_failures"), ""]
+    out += [f"## {msg('report_questions')}", ""]
+    for q in LESSON["questions"]:
+        out += [f"### {q.upper()}", "", msg("report_answer_here"), ""]
+    Path(path).write_text("\n".join(out), encoding="utf-8")
+
+
+# ---------------------------------------------------------------------------------------------
+# Bench helpers: each lesson's bench.py uses these (one implementation for bench.py and --bench)
+# ---------------------------------------------------------------------------------------------
+
+SMOKE = False
+WARMUP_ONLY = False   # compile everything, time nothing (verification runs this while the GPU is busy)
+
+
+def time_ms(fn, warmup_ms=25, rep_ms=100):
+    """Median milliseconds of fn() after one untimed call (the JIT compile) and a warm-up."""
+    fn()
+    if WARMUP_ONLY:
+        return 1.0
+    if SMOKE:
+        start = time.perf_counter()
+        fn()
+        return (time.perf_counter() - start) * 1e3
+    from triton.testing import do_bench
+    return do_bench(fn, warmup=warmup_ms, rep=rep_ms, return_mode="median")
+
+
+def row(name, ms, nbytes, copy_ms, role="kernel", param=None):
+    """One table row: GB/s counts the bytes the operation must move; vs_copy = copy time / this time."""
+    return {"name": name, "ms": ms, "gbps": nbytes / (ms * 1e-3) / 1e9, "vs_copy": copy_ms / ms,
+            "role": role, "param": param}
+
+
+def flops_row(name, ms, flops, base_ms, role="kernel", param=None):
+    """One row of a compute-bound table: TFLOP/s counts the operation's floating-point operations
+    (2 M N K for a matrix product); vs_base = the table's base row's time / this time. The base
+    row (role "base", e.g. cuBLAS) is the one its own vs_base of 1.00 compares against."""
+    return {"name": name, "ms": ms, "tflops": flops / (ms * 1e-3) / 1e12, "vs_base": base_ms / ms,
+            "role": role, "param": param}
+
+
+def table_columns(rows):
+    """(header, key, format) of a table's numeric columns, chosen from its rows' keys."""
+    if rows and "tflops" in rows[0]:
+        return [("ms", "ms", "9.3f"), ("TFLOP/s", "tflops", "8.1f"), (msg("bench_vs_base"), "vs_base", "10.2f")]
+    return [("ms", "ms", "9.3f"), ("GB/s", "gbps", "8.0f"), (msg("bench_vs_copy"), "vs_copy", "10.2f")]
+
+
+def print_tables(result):
+    flops = any("tflops" in r for rows in result["tables"].values() for r in rows)
+    print(msg("bench_title_flops" if flops else "bench_title", device=result["device"], n=result["n"],
+              versions=f"torch {result['torch']} · triton {result['triton']}"))
+    for table_id, rows in result["tables"].items():
+        columns = table_columns(rows)
+        print(f"\n  {LESSON['bench_tables'].get(table_id, table_id)}")
+        print(f"  {'':44}" + "".join(f" {head:>{fmt.split('.')[0]}}" for head, _, fmt in columns))
+        for r in rows:
+            print(f"  {r['name'][:44]:44}" + "".join(f" {r[key]:{fmt}}" for _, key, fmt in columns))
+    for name, ok in sorted((result.get("checks") or {}).items()):
+        print(f"  {'PASS' if ok else 'FAIL'}  {name}")
+    print(msg("bench_note_flops" if flops else "bench_note"))
+
+
+def bench_main(measure, default_log2=28, argv=None):
+    """The command line of a lesson's bench.py: measure(kernel_module, n, smoke) -> dict of tables."""
+    global SMOKE, WARMUP_ONLY
+    parser = argparse.ArgumentParser(prog="bench.py")
+    parser.add_argument("--kernel", help=msg("help_kernel"))
+    parser.add_argument("--json", metavar="FILE", help=msg("help_json"))
+    parser.add_argument("--log2", type=int, default=default_log2, help=msg("help_log2"))
+    parser.add_argument("--smoke", action="store_true", help=msg("help_smoke"))
+    parser.add_argument("--warmup-only", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    SMOKE, WARMUP_ONLY = args.smoke, args.warmup_only
+    if SMOKE:
+        os.environ["TRITON_INTERPRET"] = "1"
+    import torch
+    if not SMOKE and not torch.cuda.is_available():
+        print(msg("bench_needs_gpu"))
+        return EXIT_UNRUNNABLE
+    import triton
+    kernel = import_student(args.kernel or HERE / LESSON["module"], "bench_kernel")
+    n = 1 << (10 if SMOKE else args.log2)
+    if not SMOKE:
+        free, _ = torch.cuda.mem_get_info()
+        while n * 4 * 6 > free * 0.7 and n > 1 << 20:
+            n //= 2
+    started = time.monotonic()
+    result = measure(kernel, n, SMOKE)
+    if WARMUP_ONLY:
+        return EXIT_PASS
+    result["seconds"] = round(time.monotonic() - started, 2)
+    result.update(device="CPU (Triton interpreter, smoke run)" if SMOKE else torch.cuda.get_device_name(0),
+                  torch=torch.__version__, triton=triton.__version__, n=n)
+    print_tables(result)
+    if args.json:
+        Path(args.json).write_text(json.dumps(result, indent=1, sort_keys=True), encoding="utf-8")
+    return EXIT_PASS if all((result.get("checks") or {}).values()) else EXIT_FAIL
+
+
+# ---------------------------------------------------------------------------------------------
+# Entry points
+# ---------------------------------------------------------------------------------------------
+
+def parse_args(argv):
+    parser = argparse.ArgumentParser(prog="check.py", description=LESSON.get("title", "coursepack check"))
+    parser.add_argument("path", nargs="?", help=msg("help_path"))
+    parser.add_argument("--json", action="store_true", help=msg("help_json"))
+    parser.add_argument("--hint", type=int, metavar="N", help=msg("help_hint"))
+    parser.add_argument("--report", metavar="FILE", help=msg("help_report"))
+    parser.add_argument("--bench", action="store_true", help=msg("help_bench"))
+    parser.add_argument("--timeout", type=float, default=LESSON.get("timeout_s", 120), help=msg("help_timeout"))
+    parser.add_argument("--interpreter", action="store_true", help=msg("help_interpreter"))
+    return parser.parse_args(argv)
+
+
+def show_hint(level):
+    hints = LESSON["hints"]
+    if not 1 <= level <= 4:
+        print(msg("hint_range"))
+        return EXIT_UNRUNNABLE
+    if level > len(hints):
+        print(msg("hint_answer_only"))
+        return EXIT_UNRUNNABLE
+    print(msg("hint_heading", level=level, name=LESSON["hint_names"][level - 1]))
+    print(hints[level - 1])
+    return EXIT_PASS
+
+
+def evaluate(target, timeout, force_interpreter, context=None, notebook=False):
+    """Everything check.py knows about a target: (env, results, edits, fill, load_error, blank, timing)."""
+    edits, fill = review_edits(target.text, notebook or target.cell is not None)
+    blank = blank_lines(target.text)
+    env, results, load_error, timing = None, {}, None, {}
+    if not blank:
+        supervisor = Supervisor(target.path, timeout, force_interpreter, context)
+        results = supervisor.run([c["id"] for c in LESSON["cases"]])
+        env, load_error = supervisor.env, supervisor.load_error
+        timing = supervisor.timing
+    return env, results, edits, fill, load_error, blank, timing
+
+
+def check(args, out=print, display=None, context=None, notebook=False):
+    missing = missing_packages()
+    if missing:
+        out(platform_message(missing))
+        return EXIT_UNRUNNABLE
+    with tempfile.TemporaryDirectory(prefix="coursepack-check-") as workdir:
+        target = load_target(args.path, workdir, display)
+        env, results, edits, fill, load_error, blank, timing = evaluate(target, args.timeout, args.interpreter,
+                                                                        context, notebook)
+        lines, status = render_report(target, env, results, edits, load_error, blank)
+        if args.json:
+            data = json_result(target, env, results, edits, fill, load_error, status)
+            data["timing"] = dict(timing, parent_import_s=round(IMPORT_S, 3))
+            out(json.dumps(data, ensure_ascii=False, indent=1))
+        else:
+            out("\n".join(lines))
+        if args.report:
+            write_submission(args.report, target, env, lines, status, results)
+            if not args.json:
+                out(msg("report_written", file=args.report))
+        code = {"pass": EXIT_PASS, "fail": EXIT_FAIL}.get(status, EXIT_UNRUNNABLE)
+        if args.bench and not args.json:
+            no_gpu = env is not None and env.get("interpreter") and not args.interpreter
+            code = bench_after_check(target, status, out, no_gpu)
+        return code
+
+
+def bench_after_check(target, status, out, no_gpu=False):
+    """--bench: time only a kernel that passed its cases, with the lesson's own bench.py."""
+    if status != "pass":
+        out(msg("bench_after_failures" if status == "fail" else "bench_not_run"))
+        return EXIT_FAIL if status == "fail" else EXIT_UNRUNNABLE
+    if not LESSON.get("bench"):
+        out(msg("bench_none"))
+        return EXIT_UNRUNNABLE
+    if no_gpu:   # the cases ran in the interpreter because torch sees no GPU: bench.py would say so
+        out(msg("bench_needs_gpu"))
+        return EXIT_UNRUNNABLE
+    out("")
+    return subprocess.call([sys.executable, str(HERE / LESSON["bench"]), "--kernel", str(target.path)])
+
+
+def check_units(units, jobs, timeout, interpreter):
+    """Verification: the cases of many kernel files ({"id", "path"} each), several at once, each
+    in child processes of its own; torch imported once in this process and shared by forking.
+    Returns each unit's JSON result (as --json gives it, plus the report's text and timing)."""
+    _fork_context()   # imports torch once, here, before any thread: forked children share it
+    from concurrent.futures import ThreadPoolExecutor
+
+    def one(unit):
+        started = time.monotonic()
+        target = Target(Path(unit["path"]), unit["path"], Path(unit["path"]).read_text(encoding="utf-8"))
+        env, cases, edits, fill, load_error, blank, timing = evaluate(target, timeout, interpreter)
+        lines, status = render_report(target, env, cases, edits, load_error, blank)
+        data = json_result(target, env, cases, edits, fill, load_error, status)
+        data["text"] = "\n".join(lines)
+        data["seconds"] = round(time.monotonic() - started, 2)
+        data["timing"] = timing
+        return unit["id"], data
+
+    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+        return dict(pool.map(one, units))
+
+
+class CheckFailed(Exception):
+    """Raised by check_notebook so that a notebook run stops at a failing check cell."""
+
+
+def check_notebook(entry_function):
+    """The notebook's check cell: check the cell that defined entry_function, same output as check.py."""
+    import inspect
+    import linecache
+    source_file = inspect.getsourcefile(entry_function)
+    text = "".join(linecache.getlines(source_file)) if source_file else ""
+    if not text:
+        raise CheckFailed(msg("no_cell_source"))
+    # Fork or spawn is _fork_context's choice: the setup cell asked for a GPU through NVML, which
+    # starts nothing; a cell that ran a kernel started CUDA, and then its children are spawned.
+    with tempfile.TemporaryDirectory(prefix="coursepack-cell-") as workdir:
+        path = Path(workdir) / LESSON["module"]
+        path.write_text(text, encoding="utf-8")
+        code = check(parse_args([str(path)]), display=msg("notebook_cell"), notebook=True)
+    if code != EXIT_PASS:
+        raise CheckFailed(msg("notebook_failed"))
+
+
+def main(argv=None):
+    args = parse_args(sys.argv[1:] if argv is None else argv)
+    if args.hint is not None:
+        return show_hint(args.hint)
+    return check(args)
+
+
+def exit_now(code):
+    """Leave without Python's clean-up: with torch and triton loaded it takes most of a second, and
+    nothing is left to do (files are closed, children stopped, output flushed here)."""
+    if isinstance(code, str):
+        print(code, file=sys.stderr)
+        code = 1
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            code = code or 1   # a closed or broken stdout (a pipe whose reader left)
+    os._exit(code or 0)
+
+
+if __name__ == "__main__":
+    try:
+        result = main()
+    except SystemExit as stop:   # argparse, and a file that does not exist
+        result = stop.code
+    exit_now(result)
