@@ -104,9 +104,9 @@ CORPUS = [
     ("output_name_dotdot", replace(SPEC, "kernel_file: relu.py", "kernel_file: ../relu.py"), "kernel_file", True),
     ("duplicate_lesson", replace(COURSE, "{id: lesson04_add_bias, number: 4", "{id: lesson03_relu, number: 4"),
      "listed twice", False),
-    ("published_without_folder", replace(COURSE, "{id: lesson04_add_bias, number: 4, status: published}",
-                                         "{id: lesson04_add_bias, number: 4, status: published}\n"
-                                         "  - {id: lesson05_softmax, number: 5, status: published}"), "has no folder", False),
+    ("published_without_folder", replace(COURSE, "{id: lesson06_matmul, number: 6, status: published}",
+                                         "{id: lesson06_matmul, number: 6, status: published}\n"
+                                         "  - {id: lesson07_attention, number: 7, status: published}"), "has no folder", False),
     ("id_mismatch", replace(SPEC, "id: lesson03_relu", "id: lesson03_other"), "does not match its folder", False),
     ("case_without_dims", replace(SPEC, "{id: block_1, group: normal, dims: {N: 256}}", "{id: block_1, group: normal}"),
      "without 'dims' every tensor input needs its values", True),
