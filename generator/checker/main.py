@@ -71,7 +71,7 @@ class Session:
                 raise Refused(msg("sandbox_missing", why=why))
         started = time.monotonic()
         self.setup = prepare(force_interpreter)
-        self.import_s = time.monotonic() - started
+        self.timing = {"import_s": round(time.monotonic() - started, 3)}
         import torch
         if sandbox and self.setup["use_gpu"] and not os.path.exists("/dev/nvidia-uvm"):
             torch.cuda.init()   # creates /dev/nvidia-uvm, which the sandbox cannot (no setuid there)
@@ -79,7 +79,9 @@ class Session:
         self.start_margin = start_margin
         self.factory = choose_factory(self.setup, sandbox, checker=checker, hidden=hidden, limits=limits,
                                       seed_cache=seed_cache)
+        self.timing["factory_s"] = round(time.monotonic() - started - self.timing["import_s"], 3)
         self.prepared = prepare_cases(torch, self.setup["use_gpu"])
+        self.timing["cases_s"] = round(time.monotonic() - started, 3) - self.timing["import_s"] - self.timing["factory_s"]
 
     def evaluate(self, target, timeout, notebook=False):
         edits, fill = review_edits(target.text, notebook or target.cell is not None)
@@ -118,12 +120,14 @@ def check(args, out=print, display=None):
             except Refused as exc:
                 out(str(exc))
                 return EXIT_UNRUNNABLE
+            begun = time.monotonic()
             ev = session.evaluate(target, args.timeout, notebook)
+            session.timing["evaluate_s"] = round(time.monotonic() - begun, 3)
             session.close()
         lines, status = render_report(ev)
         if args.json:
             data = json_result(ev, status)
-            data["timing"] = dict(ev.timing, parent_import_s=round(session.import_s if session else 0.0, 3))
+            data["timing"] = dict(ev.timing, **(session.timing if session else {}))
             out(json.dumps(data, ensure_ascii=False, indent=1))
         else:
             out("\n".join(lines))

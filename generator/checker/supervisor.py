@@ -14,7 +14,7 @@ import sys
 import threading
 import time
 
-from .common import GUARD, HERE, LESSON, exit_text
+from .common import GUARD, HERE, LESSON, exit_text, msg
 from .cases import error_scale, expected_output, make_inputs, skip_reason
 from .environment import warm_compile_key
 from .protocol import Channel, ProtocolError, checksum, tensor_bytes
@@ -343,6 +343,10 @@ class Supervisor:
         if kind != "frame" or "hello" not in header:
             return self._lost_at_load(worker, kind, header)
         self.env = header["hello"] if isinstance(header["hello"], dict) else None
+        if self.env is None or bool(self.env.get("interpreter")) == bool(self.factory.setup["use_gpu"]):
+            self.load_error = {"kind": "crash", "code": "setup", "text": msg(
+                "worker_mismatch", wanted="GPU" if self.factory.setup["use_gpu"] else "interpreter")}
+            return False
         self.timing["children"] += 1
         self.timing["startup_s"] += float(header.get("startup_s") or 0.0)
         load = {"path": str(self.target.path), "source": None}
