@@ -45,6 +45,7 @@ class BuildOptions:
     runner_command: str | None = None
     jobs: int = min(8, os.cpu_count() or 2)
     notebook: bool = True
+    sandbox: str = "auto"   # auto | on | off: the checker's sandbox for the answer and the mistakes
     lessons: tuple[str, ...] = ()
     locales: tuple[str, ...] = ()
     slurm: Any = None   # SlurmSettings, for runner "slurm"
@@ -268,7 +269,7 @@ def _verify_groups(groups, runner, options: BuildOptions, out: Path, result: Bui
         mistakes = [(m, mistake_code(ctx, m)) for m in ctx.lesson.spec.checks.mistakes]
         pairs.append(V.PackPair(lesson_id, locale, ctx.lesson.spec, editions["exercise"][1], editions["answer"][1],
                                 mistakes, options.notebook))
-    outcome = V.verify_all(pairs, runner, info, cache, out / "work", options.jobs, progress)
+    outcome = V.verify_all(pairs, runner, info, cache, out / "work", options.jobs, progress, options.sandbox)
     result.verification = {f"{k[0]}/{k[1]}": r for k, r in outcome.records.items()}
     result.cached, result.disagreements = outcome.cached, outcome.disagreements
     result.failed += outcome.failed
