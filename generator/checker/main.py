@@ -80,6 +80,8 @@ class Session:
         self.factory = choose_factory(self.setup, sandbox, checker=checker, hidden=hidden, limits=limits,
                                       seed_cache=seed_cache)
         self.timing["factory_s"] = round(time.monotonic() - started - self.timing["import_s"], 3)
+        if getattr(self.factory, "as_root", False):
+            self.sandbox = "bubblewrap, as root in its namespace (the GPU driver is readable by root only here)"
         self.prepared = prepare_cases(torch, self.setup["use_gpu"])
         self.timing["cases_s"] = round(time.monotonic() - started, 3) - self.timing["import_s"] - self.timing["factory_s"]
 

@@ -31,6 +31,8 @@ SANDBOX_CHECKER, SANDBOX_SEED = "/tmp/.coursepack", "/tmp/.coursepack-triton-see
 LIMITS = {"cpu_s": 900, "data_gib": 16, "file_mib": 512, "files": 1024, "processes": 4096, "scratch_mib": 1024}
 # Folders that hold people's files: replaced by empty ones (what Python needs is mounted back).
 HIDDEN = ("/home", "/root", "/tmp", "/var/tmp", "/mnt", "/media", "/srv", "/run/user", "/var/lib", "/var/mail")
+PRIVATE_FILES = ("/etc/shadow", "/etc/gshadow", "/etc/shadow-", "/etc/gshadow-", "/etc/sudoers", "/etc/ssh/ssh_host_rsa_key",
+                 "/etc/ssh/ssh_host_ecdsa_key", "/etc/ssh/ssh_host_ed25519_key")
 
 
 def sandbox_problem():
@@ -82,7 +84,22 @@ def _python_dirs(excluded=()):
     return sorted(w for w in wanted if w not in excluded)
 
 
-def sandbox_command(python, checker, extra_hidden=(), use_gpu=False, seed_cache=None, staging=None):
+def gpu_library_dirs():
+    """The folders of the GPU driver's libraries (LD_LIBRARY_PATH's, and where the loader's cache
+    finds libcuda and NVML): mounted back, in case a hidden or private folder holds them."""
+    found = [d for d in os.environ.get("LD_LIBRARY_PATH", "").split(":") if d and os.path.isdir(d)]
+    try:
+        listing = subprocess.run(["ldconfig", "-p"], capture_output=True, text=True, timeout=10).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        listing = ""
+    for line in listing.splitlines():
+        name, _, path = line.strip().partition(" => ")
+        if name.startswith(("libcuda.so", "libnvidia-ml.so")) and os.path.exists(path):
+            found.append(os.path.dirname(os.path.realpath(path)))
+    return sorted({os.path.realpath(d) for d in found})
+
+
+def sandbox_command(python, checker, extra_hidden=(), use_gpu=False, seed_cache=None, staging=None, as_root=False):
     """The command line that starts the worker factory, `python checker --zygote`, in bubblewrap.
     As root, bubblewrap runs as nobody, who cannot reach folders under a private one (/root): the
     folders to mount back are first bound, in a mount namespace of the command's own (util-linux's
@@ -100,12 +117,16 @@ def sandbox_command(python, checker, extra_hidden=(), use_gpu=False, seed_cache=
         args += ["--tmpfs", folder]
     for folder in _python_dirs(set(hidden) | {checker_dir}):
         binds.append((folder, folder))
+    if use_gpu:
+        binds += [(folder, folder) for folder in gpu_library_dirs() if folder not in dict(binds)]
     binds.append((checker_dir, SANDBOX_CHECKER))
     if seed_cache and os.path.isdir(seed_cache):
         binds.append((seed_cache, SANDBOX_SEED))
-    as_root = staging is not None
+    staged = staging is not None
     for index, (source, destination) in enumerate(binds):
-        args += ["--ro-bind", os.path.join(staging, str(index)) if as_root else source, destination]
+        args += ["--ro-bind", os.path.join(staging, str(index)) if staged else source, destination]
+    if as_root:   # root-owned files that only their owner may read stay hidden from a sandbox run as root
+        args += [arg for path in PRIVATE_FILES if os.path.exists(path) for arg in ("--ro-bind", "/dev/null", path)]
     if use_gpu:
         for node in sorted(glob.glob("/dev/nvidia*")):
             if not os.path.isdir(node):
@@ -121,12 +142,12 @@ def sandbox_command(python, checker, extra_hidden=(), use_gpu=False, seed_cache=
         args += ["--setenv", name, value]
     args += ["--dir", SCRATCH_ROOT, "--chdir", "/tmp", python, f"{SANDBOX_CHECKER}/{os.path.basename(checker)}",
              "--zygote"]
-    if not as_root:
+    if not staged:
         return args
     script = "set -e; " + "; ".join(f"mkdir -p {_q(os.path.join(staging, str(i)))}; mount --bind -o ro "
                                     f"{_q(source)} {_q(os.path.join(staging, str(i)))}"
                                     for i, (source, _) in enumerate(binds))
-    script += f"; exec setpriv --reuid={NOBODY} --regid={NOBODY} --clear-groups -- \"$@\""
+    script += "; exec " + ("" if as_root else f"setpriv --reuid={NOBODY} --regid={NOBODY} --clear-groups -- ") + '"$@"'
     return ["unshare", "--mount", "--propagation", "private", "--", "sh", "-c", script, "sh", *args]
 
 
@@ -142,6 +163,20 @@ def sandbox_staging():
     staging = tempfile.mkdtemp(prefix="coursepack-sandbox-")
     os.chmod(staging, 0o755)
     return staging
+
+
+def nobody_reaches_the_gpu(staging):
+    """Whether the GPU driver's library loads in the sandbox run as nobody. Where it does not (a
+    driver installed readable by root only, as on some GPU hosts), the sandbox runs as root in its
+    user namespace instead, with root's private files hidden (sandbox_command's as_root)."""
+    code = "import ctypes; ctypes.CDLL('libcuda.so.1')"
+    argv = sandbox_command(sys.executable, __file__ if os.path.exists(__file__) else sys.argv[0], (), True, None, staging)
+    start = argv.index("--zygote") - 1
+    argv[start:start + 2] = ["-c", code]
+    try:
+        return subprocess.run(argv, capture_output=True, timeout=60).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        return False
 
 
 _libc = None

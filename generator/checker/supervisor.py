@@ -16,9 +16,9 @@ import time
 
 from .common import GUARD, HERE, LESSON, exit_text, msg
 from .cases import error_scale, expected_output, make_inputs, skip_reason
-from .environment import warm_compile_key
+from .environment import thread_count, warm_compile_key
 from .protocol import Channel, ProtocolError, checksum, tensor_bytes
-from .sandbox import SCRATCH_ROOT, sandbox_command, sandbox_staging
+from .sandbox import SCRATCH_ROOT, nobody_reaches_the_gpu, sandbox_command, sandbox_staging
 from .static import kernels_defined
 from .verdict import judge
 from .zygote import fork_zygote
@@ -136,7 +136,9 @@ class Factory:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         if self.kind == "sandbox":
             self.staging = sandbox_staging()
-            argv = sandbox_command(self.python, self.checker, hidden, self.setup["use_gpu"], seed_cache, self.staging)
+            self.as_root = bool(self.staging and self.setup["use_gpu"] and not nobody_reaches_the_gpu(self.staging))
+            argv = sandbox_command(self.python, self.checker, hidden, self.setup["use_gpu"], seed_cache, self.staging,
+                                   self.as_root)
         else:
             argv = [self.python, self.checker, "--zygote"]
         env = dict(os.environ, COURSEPACK_CTL_FD=str(theirs.fileno()),
@@ -261,8 +263,7 @@ FACTORIES = {}   # one factory per kind of session, for the life of this process
 def choose_factory(setup, sandbox=False, **options):
     """The fastest factory that is safe here, kept for later sessions of this process: a forked
     one when this process may fork GPU children (nothing here asked the driver, triton imported the
-    right way) and has no other thread yet (a fork copies no thread: torch's thread pool, once
-    started, would hang the forked children's parallel loops); a fresh one otherwise."""
+    right way) and has started no thread since it imported torch; a fresh one otherwise."""
     key = json.dumps([setup["use_gpu"], sandbox, sorted(map(str, options.get("hidden") or [])),
                       str(options.get("checker"))])
     factory = FACTORIES.get(key)
@@ -272,7 +273,7 @@ def choose_factory(setup, sandbox=False, **options):
         factory = Factory("sandbox", setup, **options)
     elif os.environ.get("COURSEPACK_SPAWN") or not hasattr(os, "fork") or not hasattr(socket, "send_fds"):
         factory = Factory("spawn", setup, **options)
-    elif setup["forkable"] and _single_threaded():
+    elif setup["forkable"] and _no_thread_since(setup):
         if setup["use_gpu"]:
             warm_compile_key()   # before the fork: every worker inherits it
         factory = Factory("fork", setup, **options)
@@ -282,11 +283,10 @@ def choose_factory(setup, sandbox=False, **options):
     return factory
 
 
-def _single_threaded():
-    try:
-        return len(os.listdir("/proc/self/task")) == 1
-    except OSError:
-        return threading.active_count() == 1
+def _no_thread_since(setup):
+    """No thread started since torch and triton were imported: a fork copies only the calling
+    thread, and torch's thread pool, once it ran, would hang a forked worker's parallel loops."""
+    return threading.active_count() == 1 and thread_count() <= setup.get("threads", 0)
 
 
 @atexit.register
