@@ -120,7 +120,11 @@ CORPUS = [
     ("too_few_hints", replace(EN, '  - "Full answer', '  #- "Full answer') if False else
      replace(EN, "hints:\n  - ", "hints:\n  - only one\nhints_old:\n  - "), "hints", True),
     ("code_comment_missing", replace(ZH, '  mask: 最后一个块', '  mask_: 最后一个块'),
-     "code_comments.mask: missing", False),
+     "code_comments.mask: missing", True),
+    ("code_comment_unknown_key", replace(EN, "code_comments:\n", "code_comments:\n  offsetz: a comment\n"),
+     "code_comments.offsetz: unknown key", True),
+    ("checker_case_unknown_key", replace(EN, "  cases:\n", "  cases:\n    no_such_case: a name\n"),
+     "checker.cases.no_such_case: unknown key", True),
     ("unbalanced_math", replace(EN, "ReLU fits\n    on one line:", "ReLU $fits\n    on one line:"), "unbalanced $", True),
     ("raw_html", replace(ZH, "学完本课后", "<script>alert(1)</script>学完本课后"), "raw HTML", True),
     ("quarto_block_fence", replace(EN, "ReLU fits\n    on one line:", "ReLU fits\n    ::: on one line:"), "':::'", True),
