@@ -187,3 +187,14 @@ def test_lean_interpreter_skips_only_the_overflow_work_the_interpreter_throws_aw
     assert not builder.options.sanitize_overflow
     assert torch.equal(results[0], results[1])
     assert torch.equal(results[1], x * 65536 * 65536 + x - 7)
+
+
+def test_check_py_starts_without_posix_only_modules(monkeypatch):
+    """Windows has no resource, fcntl or pwd module: check.py must import there (its spawn path)."""
+    import sys
+    for name in ("resource", "fcntl", "pwd", "grp", "termios"):
+        monkeypatch.setitem(sys.modules, name, None)   # import raises ImportError
+    module = types.ModuleType("cp_checker_windows")
+    module.__file__ = str(join.HERE / "check.py")
+    exec(compile(join.joined(), "check.py", "exec"), module.__dict__)
+    assert callable(module.main)

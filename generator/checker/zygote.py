@@ -18,6 +18,7 @@ import socket
 import sys
 import time
 
+from .common import leave
 from .environment import prepare, warm_compile_key
 from .protocol import Channel
 from .sandbox import isolate
@@ -91,11 +92,7 @@ def _worker(fds, request, setup):
         traceback.print_exc()
         code = 1
     finally:
-        try:
-            sys.stdout.flush()
-            sys.stderr.flush()
-        finally:
-            os._exit(code)
+        leave(code)
 
 
 def _die_with_parent():
