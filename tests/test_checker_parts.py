@@ -2,6 +2,7 @@
 outputs with guard bands, the trusted side's verdict from a worker's data (stray writes, comparison,
 reasons), the protocol's limits, and the joining itself. No kernel runs here (but the last test)."""
 
+import dataclasses
 import io
 import types
 
@@ -175,7 +176,8 @@ def test_lean_interpreter_skips_only_the_overflow_work_the_interpreter_throws_aw
 
     x = torch.tensor([1, -3, 2**30, 12345, 0], dtype=torch.int32)
     builder = interpreter.interpreter_builder
-    monkeypatch.setattr(builder, "options", builder.options)   # restored after the test
+    # as a fresh process has them (a check that ran earlier in this process turned it off); restored after
+    monkeypatch.setattr(builder, "options", dataclasses.replace(builder.options, sanitize_overflow=True))
     assert builder.options.sanitize_overflow and not builder.options.debug
     results = []
     for lean in (False, True):
