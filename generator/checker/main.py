@@ -13,6 +13,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -79,6 +80,8 @@ class Session:
         self.start_margin = start_margin
         self.factory = choose_factory(self.setup, sandbox, checker=checker, hidden=hidden, limits=limits,
                                       seed_cache=seed_cache)
+        # the first worker starts (CUDA, Triton's compile key) while this process computes the cases
+        self.spare, self.spare_lock = self.factory.start(), threading.Lock()
         self.timing["factory_s"] = round(time.monotonic() - started - self.timing["import_s"], 3)
         if getattr(self.factory, "as_root", False):
             self.sandbox = "bubblewrap, as root in its namespace (the GPU driver is readable by root only here)"
@@ -90,14 +93,21 @@ class Session:
         blank = blank_lines(target.text)
         if blank:
             return Evaluation(target, edits, fill, blank)
+        with self.spare_lock:
+            spare, self.spare = self.spare, None
         supervisor = Supervisor(self.factory, self.prepared, target, timeout, sandboxed=self.sandbox is not None,
-                                start_margin=self.start_margin)
+                                start_margin=self.start_margin, spare=spare)
         results = supervisor.run([c["id"] for c in LESSON["cases"]])
         return Evaluation(target, edits, fill, blank, supervisor.env, results, supervisor.load_error,
                           supervisor.timing, supervisor.flags(), self.sandbox)
 
     def close(self):
-        """The factory stays for later sessions of this process (closed at its exit)."""
+        """The factory stays for later sessions of this process (closed at its exit); a worker
+        started for a check that never came is stopped."""
+        with self.spare_lock:
+            spare, self.spare = self.spare, None
+        if spare is not None:
+            spare.kill()
 
 
 def evaluate_static(target, notebook=False):

@@ -27,6 +27,7 @@ PR_SET_PDEATHSIG, PR_SET_DUMPABLE, PR_CAPBSET_DROP, PR_SET_NO_NEW_PRIVS = 1, 4, 
 NOBODY = 65534
 SCRATCH_ROOT = "/tmp/w"      # a worker's private folder (its own tmpfs, in its own mount namespace)
 SANDBOX_CHECKER, SANDBOX_SEED = "/tmp/.coursepack", "/tmp/.coursepack-triton-seed"
+SANDBOX_GPU_LIBRARIES = "/tmp/.coursepack-gpu"   # the GPU driver's library folders, mounted back
 LIMITS = {"cpu_s": 900, "data_gib": 16, "file_mib": 512, "files": 1024, "processes": 4096, "scratch_mib": 1024}
 # Folders that hold people's files: replaced by empty ones (what Python needs is mounted back).
 HIDDEN = ("/home", "/root", "/tmp", "/var/tmp", "/mnt", "/media", "/srv", "/run/user", "/var/lib", "/var/mail")
@@ -116,8 +117,11 @@ def sandbox_command(python, checker, extra_hidden=(), use_gpu=False, seed_cache=
         args += ["--tmpfs", folder]
     for folder in _python_dirs(set(hidden) | {checker_dir}):
         binds.append((folder, folder))
-    if use_gpu:
-        binds += [(folder, folder) for folder in gpu_library_dirs() if folder not in dict(binds)]
+    libraries = []
+    if use_gpu:   # mounted where the sandbox can make a mount point (a root-only folder may hold them)
+        for index, folder in enumerate(gpu_library_dirs()):
+            libraries.append(f"{SANDBOX_GPU_LIBRARIES}/{index}")
+            binds.append((folder, libraries[-1]))
     binds.append((checker_dir, SANDBOX_CHECKER))
     if seed_cache and os.path.isdir(seed_cache):
         binds.append((seed_cache, SANDBOX_SEED))
@@ -136,6 +140,8 @@ def sandbox_command(python, checker, extra_hidden=(), use_gpu=False, seed_cache=
     for name in ("LD_LIBRARY_PATH", "CUDA_VISIBLE_DEVICES", "COURSEPACK_CHILD_THREADS"):
         if name in os.environ:
             env[name] = os.environ[name]
+    if libraries:
+        env["LD_LIBRARY_PATH"] = ":".join(libraries)
     args += ["--clearenv"]
     for name, value in env.items():
         args += ["--setenv", name, value]

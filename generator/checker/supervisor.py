@@ -16,7 +16,7 @@ import time
 
 from .common import GUARD, HERE, LESSON, exit_text, msg
 from .cases import error_scale, expected_output, make_inputs, skip_reason
-from .environment import thread_count, warm_compile_key
+from .environment import thread_count
 from .protocol import Channel, ProtocolError, checksum, tensor_bytes
 from .sandbox import SCRATCH_ROOT, nobody_reaches_the_gpu, sandbox_command, sandbox_staging
 from .static import kernels_defined
@@ -274,8 +274,6 @@ def choose_factory(setup, sandbox=False, **options):
     elif os.environ.get("COURSEPACK_SPAWN") or not hasattr(os, "fork") or not hasattr(socket, "send_fds"):
         factory = Factory("spawn", setup, **options)
     elif setup["forkable"] and _no_thread_since(setup):
-        if setup["use_gpu"]:
-            warm_compile_key()   # before the fork: every worker inherits it
         factory = Factory("fork", setup, **options)
     else:
         factory = Factory("fresh", setup, **options)
@@ -299,9 +297,10 @@ def close_factories():
 class Supervisor:
     """Runs the cases of one kernel file in workers; returns the results and what was seen."""
 
-    def __init__(self, factory, prepared, target, timeout, sandboxed=False, start_margin=START_MARGIN_S):
+    def __init__(self, factory, prepared, target, timeout, sandboxed=False, start_margin=START_MARGIN_S, spare=None):
         self.factory, self.prepared, self.target, self.timeout = factory, prepared, target, timeout
         self.sandboxed, self.start_margin = sandboxed, start_margin
+        self.spare = spare   # a worker started earlier (its start overlapped the computing of the cases)
         self.env, self.load_error, self.results = None, None, {}
         self.timing = {"children": 0, "startup_s": 0.0, "loaded_s": 0.0}
         self.seen = {"patched": set(), "events": [], "launched": set(), "inputs_modified": [], "protocol": []}
@@ -323,7 +322,7 @@ class Supervisor:
         if not self.factory.wait_ready(self.timeout + self.start_margin):
             self.load_error = {"kind": "crash", "code": "factory", "text": self.factory.factory_problem() or ""}
             return
-        worker = self.factory.start()
+        worker, self.spare = self.spare or self.factory.start(), None
         if worker is None:
             self.load_error = {"kind": "crash", "code": "factory", "text": self.factory.factory_problem() or
                                "the worker factory is gone"}
