@@ -6,11 +6,11 @@ answer and declared mistakes), in two layers:
    only the Python that runs torch and triton mounted back (read-only), a cleared environment, only
    the GPU device nodes, no capabilities, a new session, killed with its parent; as root, it runs
    as nobody (65534).
-2. each worker, forked from that factory, in namespaces of its own (a user, mount, PID, network
-   and IPC namespace): a private scratch folder no other worker sees, a PID namespace whose first
-   process is the worker (when it ends, every process it started ends), no capabilities, no new
-   privileges, not dumpable (no other process may read its memory), and resource limits (CPU
-   time, data, file size, open files, processes).
+2. each worker, forked from that factory, in a process group and user, mount, network and IPC
+   namespaces of its own: a private scratch folder no other worker sees, no capabilities, no new
+   privileges, not dumpable (no other process may read its memory), signals refused to any process
+   outside its group (a seccomp filter), and resource limits (CPU time, data, file size, open
+   files, processes). Stopping a worker stops its group; the whole sandbox ends with its parent.
 
 Where bubblewrap is missing or user namespaces are refused, `sandbox_problem()` names what is missing: a
 grading run refuses rather than run unconfined."""
@@ -21,9 +21,9 @@ import shutil
 import subprocess
 import sys
 
-CLONE_NEWNS, CLONE_NEWIPC, CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET = 0x20000, 0x8000000, 0x10000000, 0x20000000, 0x40000000
+CLONE_NEWNS, CLONE_NEWIPC, CLONE_NEWUSER, CLONE_NEWNET = 0x20000, 0x8000000, 0x10000000, 0x40000000
 MS_NOSUID, MS_NODEV, MS_REC, MS_PRIVATE = 2, 4, 1 << 14, 1 << 18
-PR_SET_PDEATHSIG, PR_SET_DUMPABLE, PR_CAPBSET_DROP, PR_SET_NO_NEW_PRIVS = 1, 4, 24, 38
+PR_SET_DUMPABLE, PR_CAPBSET_DROP, PR_SET_NO_NEW_PRIVS = 4, 24, 38
 NOBODY = 65534
 SCRATCH_ROOT = "/tmp/w"      # a worker's private folder (its own tmpfs, in its own mount namespace)
 SANDBOX_CHECKER, SANDBOX_SEED = "/tmp/.coursepack", "/tmp/.coursepack-triton-seed"
@@ -202,13 +202,15 @@ def _mount(source, target, kind, flags, data=None):
 
 
 def isolate(limits=None):
-    """In a worker just forked from the sandboxed factory: namespaces of its own, then fork again
-    (the PID namespace takes effect in children). Returns in the new worker (PID 1 of its
-    namespace, scratch folder ready, no capabilities, limits set); the process that called it
-    waits for that worker and leaves with its status, never returning."""
+    """In a worker just forked from the sandboxed factory (its own process group already): user,
+    mount, network and IPC namespaces of its own, a private scratch folder, not dumpable (no other
+    process reads its memory or its files through /proc), no capabilities, no new privileges,
+    limits, and a filter that refuses any signal to a process outside its own process group (its
+    siblings and the factory stay out of reach). Not a PID namespace of its own: CUDA does not
+    start in one that the mounted /proc does not show (error 304, "OS call failed")."""
     limits = dict(LIMITS, **(limits or {}))
     uid, gid = os.getuid(), os.getgid()
-    _call("unshare", CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC)
+    _call("unshare", CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWIPC)
     for name, text in (("setgroups", "deny"), ("uid_map", f"0 {uid} 1"), ("gid_map", f"0 {gid} 1")):
         with open(f"/proc/self/{name}", "w") as handle:
             handle.write(text)
@@ -219,15 +221,50 @@ def isolate(limits=None):
     for name in ("HOME", "TMPDIR"):
         os.environ[name] = SCRATCH_ROOT
     _seed_triton_cache()
-    pid = os.fork()
-    if pid:
-        _wait_and_leave(pid)
-    _call("prctl", PR_SET_PDEATHSIG, 9, 0, 0, 0)
-    _call("prctl", PR_SET_DUMPABLE, 0, 0, 0, 0)
     _drop_capabilities()
     _call("prctl", PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
     set_limits(limits)
+    _refuse_signals_outside(os.getpid(), os.getpgrp())
     return SCRATCH_ROOT
+
+
+# The signal system calls, by architecture: (audit arch, {name: number}).
+SIGNAL_CALLS = {"x86_64": (0xC000003E, {"kill": 62, "tkill": 200, "tgkill": 234, "rt_sigqueueinfo": 129,
+                                        "rt_tgsigqueueinfo": 297, "pidfd_send_signal": 424}),
+                "aarch64": (0xC00000B7, {"kill": 129, "tkill": 130, "tgkill": 131, "rt_sigqueueinfo": 138,
+                                         "rt_tgsigqueueinfo": 240, "pidfd_send_signal": 424})}
+
+
+def _refuse_signals_outside(pid, group):
+    """A seccomp filter: kill, tgkill and their kin succeed only for this process, its group (its
+    children) or 0 (the same); pidfd_send_signal never; anything else fails with EPERM."""
+    import platform
+    found = SIGNAL_CALLS.get(platform.machine())
+    if found is None:
+        return   # another architecture: the namespaces and the uid still apply
+    arch, calls = found
+    allow, refuse = 0x7FFF0000, 0x00050000 | 1   # SECCOMP_RET_ALLOW, SECCOMP_RET_ERRNO | EPERM
+    load, equal, give = 0x20, 0x15, 0x06       # BPF_LD|W|ABS, BPF_JMP|JEQ|K, BPF_RET|K
+    own = [pid & 0xFFFFFFFF, (-group) & 0xFFFFFFFF, 0]
+    targeted = [calls[n] for n in ("kill", "tkill", "tgkill", "rt_sigqueueinfo", "rt_tgsigqueueinfo")]
+    program = [(load, 0, 0, 4), (equal, 1, 0, arch), (give, 0, 0, allow), (load, 0, 0, 0),
+               (equal, 0, 1, calls["pidfd_send_signal"]), (give, 0, 0, refuse)]
+    # each targeted call jumps to the check of its first argument (after the remaining comparisons)
+    for index, number in enumerate(targeted):
+        program.append((equal, len(targeted) - index, 0, number))
+    program += [(give, 0, 0, allow), (load, 0, 0, 16)]
+    for index, value in enumerate(own):
+        program.append((equal, len(own) - index, 0, value))
+    program += [(give, 0, 0, refuse), (give, 0, 0, allow)]
+
+    class Filter(ctypes.Structure):
+        _fields_ = [("code", ctypes.c_ushort), ("jt", ctypes.c_ubyte), ("jf", ctypes.c_ubyte), ("k", ctypes.c_uint)]
+
+    class Program(ctypes.Structure):
+        _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.POINTER(Filter))]
+
+    filters = (Filter * len(program))(*[Filter(*f) for f in program])
+    _call("prctl", 22, 2, ctypes.byref(Program(len(program), filters)), 0, 0)   # PR_SET_SECCOMP, FILTER
 
 
 def _seed_triton_cache():
@@ -244,16 +281,6 @@ def _seed_triton_cache():
         if any(n.endswith(".so") for n in names) and not any(n.endswith((".cubin", ".ptx", ".ttir", ".ttgir", ".llir",
                                                                            ".source", ".json.src")) for n in names):
             shutil.copytree(source, os.path.join(cache, entry))
-
-
-def _wait_and_leave(pid):
-    while True:
-        try:
-            _, status = os.waitpid(pid, 0)
-            break
-        except InterruptedError:
-            continue
-    os._exit(os.waitstatus_to_exitcode(status) % 256 if os.WIFEXITED(status) else 128 + os.WTERMSIG(status))
 
 
 def _drop_capabilities():
