@@ -1,6 +1,6 @@
 """Decide the defaults of lessons 5 and 6 on a CUDA GPU, in one run of about 4 minutes (an H200).
 
-    python bench/lessons56_tune.py                  # softmax, then matmul
+    python bench/lessons56_tune.py                  # matmul (each size in a child process), then softmax
     python bench/lessons56_tune.py --only matmul    # or --only softmax
     python bench/lessons56_tune.py --json out.json  # also every line as JSON
     python bench/lessons56_tune.py --dry            # no GPU: import, define every kernel, list the plan
@@ -60,14 +60,15 @@ try:
 except ImportError:   # a Triton without host descriptors: those candidates are skipped
     TensorDescriptor = None
 
-STARTED = time.monotonic()
+STARTED_WALL = time.time()
 RESULTS = []
 BUDGET = [225.0]
 DRY = [False]
+CHILD = [False]
 
 
 def elapsed():
-    return time.monotonic() - STARTED
+    return time.time() - STARTED_WALL
 
 
 def bench(fn, rep=40):
@@ -77,8 +78,12 @@ def bench(fn, rep=40):
 
 
 def emit(section, name, ms=None, value=None, unit="", ratio=None, extra="", note=None):
-    RESULTS.append({"section": section, "name": name, "ms": ms, "value": value, "unit": unit, "ratio": ratio,
-                    "extra": extra, "note": note})
+    record = {"section": section, "name": name, "ms": ms, "value": value, "unit": unit, "ratio": ratio,
+              "extra": extra, "note": note}
+    if CHILD[0]:
+        print("@@json " + json.dumps(record), flush=True)
+    else:
+        RESULTS.append(record)
     if note is not None:
         print(f"  {name[:58]:58} {note}", flush=True)
     else:
@@ -161,7 +166,7 @@ def softmax_section(elements):
                     launch = lambda chunk=chunk, w=w: softmax_lesson.softmax_chunked_kernel[(rows,)](
                         *args, CHUNK=chunk, num_warps=w)
                     timed(f"chunked CHUNK={chunk} num_warps={w}", launch, launch)
-            del x, out
+            del x, out, args, probe
             torch.cuda.empty_cache()
         print(f"  ({elapsed():.0f} s so far)")
 
@@ -343,105 +348,143 @@ TMA_CANDIDATES = [
 ]
 
 
+def matmul_steps(size):
+    """(name, action) for one size, in order; every action emits its own lines. Run in a child
+    process (see matmul_section), so that a candidate that kills the CUDA context ends only it."""
+    triton.set_allocator(lambda size, align, stream: torch.empty(size, dtype=torch.int8, device="cuda"))
+    section = f"matmul float16 {size}^3"
+    a = torch.randn(size, size, device="cuda", dtype=torch.float16)
+    b = torch.randn(size, size, device="cuda", dtype=torch.float16)
+    c = torch.empty(size, size, device="cuda", dtype=torch.float16)
+    bt = b.t().contiguous()
+    rows = slice(0, 256)
+    exact = a[rows].float() @ b.float()
+    scale = a[rows].float().abs() @ b.float().abs()
+    flops = 2.0 * size ** 3
+    rep = 60
+    base0 = bench(lambda: torch.matmul(a, b), rep)
+    emit(section, "torch.matmul (cuBLAS)", base0, flops / base0 / 1e9, "TFLOP/s", 1.0)
+    best = next(x for x in matmul_lesson.CONFIGS
+                if (x.kwargs["BLOCK_M"], x.kwargs["BLOCK_N"], x.kwargs["BLOCK_K"], x.num_warps, x.num_stages)
+                == (128, 256, 64, 8, 3))
+    sizes = {k: v for k, v in best.kwargs.items() if k != "GROUP_M"}
+    direct = lambda g=8: matmul_lesson.matmul(a, b, GROUP_M=g, num_warps=8, num_stages=3, **sizes)
+
+    def timed(name, call, compiled=None, check=None):
+        def action():
+            call()
+            ms = bench(call, rep)
+            extra = regs(compiled()) if compiled else ""
+            ok = True
+            if check is not None:
+                got = check()
+                ok = bool(((got[rows].float() - exact).abs() <= 2.0 ** -9 * scale + 1e-3).all())
+            print(f"@@ratio {base0 / ms:.4f} {int(ok)} {name}", flush=True)
+            emit(section, name, ms, flops / ms / 1e9, "TFLOP/s", base0 / ms, ("WRONG  " if not ok else "") + extra)
+        return name, lambda: attempt(section, name, action)
+
+    def diagnose():   # why the old wrapper measured less: host time per call, and a CUDA graph
+        calls = (("direct", direct), ("old tuned", lambda: old_matmul_tuned(a, b)),
+                 ("shipped tuned", lambda: matmul_lesson.matmul_tuned(a, b)))
+        emit(section, "  diagnosis", note="host us/call: " + ", ".join(f"{n} {host_us(f):.0f}" for n, f in calls))
+        for n, f in calls:
+            try:
+                g = triton.testing.do_bench_cudagraph(f, rep=40, return_mode="median")
+                emit(section, "  diagnosis", note=f"{n} in a CUDA graph {g:.3f} ms ({base0 / g:.2f} of cuBLAS)")
+            except Exception as exc:
+                emit(section, "  diagnosis", note=f"{n} in a CUDA graph failed: {type(exc).__name__} {str(exc)[:80]}")
+        again = [bench(f, rep) for _, f in calls]
+        emit(section, "  diagnosis", note="timed again: " + ", ".join(
+            f"{n} {ms:.3f} ms ({base0 / ms:.2f})" for (n, _), ms in zip(calls, again)))
+
+    def last():
+        again = bench(lambda: torch.matmul(a, b), rep)
+        emit(section, "torch.matmul (cuBLAS) again", again, flops / again / 1e9, "TFLOP/s", base0 / again)
+        print(f"@@adjust {(base0 + again) / 2 / base0:.4f}", flush=True)
+
+    steps = [
+        timed("lesson plain 64x64x32 G8 w4 s3 (matmul defaults)", lambda: matmul_lesson.matmul(a, b)),
+        timed("lesson plain 64x64x32, row-major (GROUP_M=1)", lambda: matmul_lesson.matmul(a, b, GROUP_M=1)),
+        timed("lesson 128x256x64 G8 w8 s3 called directly", direct, check=direct),
+        timed("lesson 128x256x64 row-major (GROUP_M=1) directly", lambda: direct(1)),
+        timed("matmul_tuned as the lesson ships it", lambda: matmul_lesson.matmul_tuned(a, b),
+              check=lambda: matmul_lesson.matmul_tuned(a, b)),
+        timed("old matmul_tuned (autotuner launch every call)", lambda: old_matmul_tuned(a, b)),
+        ("autotune's choice", lambda: emit(section, "  autotune chose", note=str(
+            getattr(matmul_lesson.matmul_kernel_tuned, "best_config", None)))),
+    ]
+    if size == 4096:
+        steps.append(("diagnosis of matmul_tuned", lambda: attempt(section, "diagnosis of matmul_tuned", diagnose)))
+    for label, kw in TMA_CANDIDATES:
+        kw = dict(kw)
+        pointers, device, kmajor = kw.pop("pointers", False), kw.pop("device", False), kw.pop("kmajor", False)
+        if pointers:
+            f = lambda kw=kw: run_persistent(a, b, c, **kw)
+        elif device:
+            f = lambda kw=kw: run_device_desc(a, b, c, **kw)
+        elif TensorDescriptor is None:
+            steps.append((label, lambda label=label: emit(section, label, note="skipped: no TensorDescriptor here")))
+            continue
+        else:
+            f = lambda kw=kw, kmajor=kmajor: run_tma_persistent(a, b, c, bt=bt if kmajor else None, **kw)
+
+        def call(f=f):
+            f()
+            return c
+        steps.append(timed(label, call, compiled=f, check=lambda call=call: (c.zero_(), call())[1]))
+    steps.append(("cuBLAS again", last))
+    return steps
+
+
+def matmul_child(size, start):
+    steps = matmul_steps(size)
+    for i, (name, action) in enumerate(steps):
+        if i < start:
+            continue
+        print(f"@@step {i} {name}", flush=True)
+        action()
+    return 0
+
+
 def matmul_section():
-    print("\nmatmul float16: TFLOP/s counts 2 M N K; ratio = cuBLAS time (mean of the size's two timings) / time")
-    if not DRY[0]:
-        triton.set_allocator(lambda size, align, stream: torch.empty(size, dtype=torch.int8, device="cuda"))
-    best_direct = next(c for c in matmul_lesson.CONFIGS
-                       if (c.kwargs["BLOCK_M"], c.kwargs["BLOCK_N"], c.kwargs["BLOCK_K"], c.num_warps, c.num_stages)
-                       == (128, 256, 64, 8, 3))
+    """Each size in a child process; a child that dies (a kernel that kills the CUDA context) is
+    reported and followed by a new child that resumes after the step that killed it."""
+    print("\nmatmul float16: TFLOP/s counts 2 M N K; ratio = cuBLAS time / time "
+          "(the summary uses the mean of the size's first and last cuBLAS timings)")
     summary = {}
     for size in (4096, 8192):
-        section = f"matmul float16 {size}^3"
-        print(f"\n{section}")
+        print(f"\nmatmul float16 {size}^3")
         if DRY[0]:
             for label, _ in TMA_CANDIDATES:
                 print(f"  {label} (dry run)")
             continue
-        a = torch.randn(size, size, device="cuda", dtype=torch.float16)
-        b = torch.randn(size, size, device="cuda", dtype=torch.float16)
-        c = torch.empty(size, size, device="cuda", dtype=torch.float16)
-        rows = slice(0, 256)
-        exact = (a[rows].float() @ b.float())
-        scale = a[rows].float().abs() @ b.float().abs()
-        flops = 2.0 * size ** 3
-        rep = 60
-        base0 = bench(lambda: torch.matmul(a, b), rep)
-        base = [base0]
-        ratios = {}
-
-        def timed(name, call, compiled=None, check=None, rep=rep):
-            def action():
-                out = call()
-                ms = bench(call, rep)
-                extra = regs(compiled()) if compiled else ""
-                ok = True
-                if check is not None:
-                    got = check()
-                    ok = bool(((got[rows].float() - exact).abs() <= 2.0 ** -9 * scale + 1e-3).all())
-                ratio = base0 / ms
-                ratios[name] = (ratio, ok)
-                emit(section, name, ms, flops / ms / 1e9, "TFLOP/s", ratio, ("WRONG  " if not ok else "") + extra)
-                return out
-            return attempt(section, name, action)
-
-        emit(section, "torch.matmul (cuBLAS)", base0, flops / base0 / 1e9, "TFLOP/s", 1.0)
-        timed("lesson plain 64x64x32 G8 w4 s3 (matmul defaults)", lambda: matmul_lesson.matmul(a, b))
-        timed("lesson plain 64x64x32, row-major (GROUP_M=1)", lambda: matmul_lesson.matmul(a, b, GROUP_M=1))
-        direct = lambda g=8: matmul_lesson.matmul(a, b, GROUP_M=g, num_warps=8, num_stages=3,
-                                                  **{k: v for k, v in best_direct.kwargs.items() if k != "GROUP_M"})
-        timed("lesson 128x256x64 G8 w8 s3 called directly", direct, check=direct)
-        timed("lesson 128x256x64 row-major (GROUP_M=1) directly", lambda: direct(1))
-        timed("matmul_tuned as the lesson ships it", lambda: matmul_lesson.matmul_tuned(a, b),
-              check=lambda: matmul_lesson.matmul_tuned(a, b))
-        timed("old matmul_tuned (autotuner launch every call)", lambda: old_matmul_tuned(a, b))
-        chosen = getattr(matmul_lesson.matmul_kernel_tuned, "best_config", None)
-        emit(section, "  autotune chose", note=str(chosen))
-        if size == 4096:   # why the old wrapper measured less: host time per call, and a CUDA graph
-            def diagnose():
-                calls = (("direct", direct), ("old tuned", lambda: old_matmul_tuned(a, b)),
-                         ("shipped tuned", lambda: matmul_lesson.matmul_tuned(a, b)))
-                parts = [f"host us/call " + ", ".join(f"{n} {host_us(f):.0f}" for n, f in calls)]
-                for n, f in calls:
-                    try:
-                        g = triton.testing.do_bench_cudagraph(f, rep=40, return_mode="median")
-                        parts.append(f"{n} in a CUDA graph {g:.3f} ms ({base0 / g:.2f})")
-                    except Exception as exc:
-                        parts.append(f"{n} CUDA graph failed: {type(exc).__name__}")
-                again = [bench(f, rep) for _, f in calls]
-                parts.append("timed again: " + ", ".join(f"{n} {ms:.3f} ms" for (n, _), ms in zip(calls, again)))
-                for p in parts:
-                    emit(section, "  diagnosis", note=p)
-            attempt(section, "diagnosis of matmul_tuned", diagnose)
-        if TensorDescriptor is None:
-            emit(section, "TMA candidates", note="skipped: no triton.tools.tensor_descriptor in this Triton")
-        bt = b.t().contiguous()
-        for label, kw in TMA_CANDIDATES:
-            kw = dict(kw)
-            pointers, device, kmajor = kw.pop("pointers", False), kw.pop("device", False), kw.pop("kmajor", False)
-            if pointers:
-                f = lambda kw=kw: run_persistent(a, b, c, **kw)
-            elif device:
-                f = lambda kw=kw: run_device_desc(a, b, c, **kw)
-            elif TensorDescriptor is None:
-                continue
-            else:
-                f = lambda kw=kw, kmajor=kmajor: run_tma_persistent(a, b, c, bt=bt if kmajor else None, **kw)
-
-            def call(f=f):
-                f()
-                return c
-            timed(label, call, compiled=f, check=lambda call=call: (c.zero_(), call())[1])
-        base.append(bench(lambda: torch.matmul(a, b), rep))
-        emit(section, "torch.matmul (cuBLAS) again", base[1], flops / base[1] / 1e9, "TFLOP/s", base0 / base[1])
-        mean = sum(base) / 2
-        adjust = mean / base0
+        import subprocess
+        ratios, adjust, start, current = {}, 1.0, 0, (0, "?")
+        while True:
+            cmd = [sys.executable, str(Path(__file__).resolve()), "--child", str(size), str(start),
+                   "--budget", str(BUDGET[0]), "--started", str(STARTED_WALL)]
+            proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+            for text in proc.stdout:
+                if text.startswith("@@step "):
+                    _, i, name = text.rstrip("\n").split(" ", 2)
+                    current = (int(i), name)
+                elif text.startswith("@@ratio "):
+                    _, ratio, ok, name = text.rstrip("\n").split(" ", 3)
+                    ratios[name] = (float(ratio), ok == "1")
+                elif text.startswith("@@adjust "):
+                    adjust = float(text.split()[1])
+                elif text.startswith("@@json "):
+                    RESULTS.append(json.loads(text[7:]))
+                else:
+                    print(text, end="", flush=True)
+            rc = proc.wait()
+            if rc == 0:
+                break
+            print(f"  {current[1][:58]:58} CRASHED its process (rc {rc}); resuming after it", flush=True)
+            RESULTS.append({"section": f"matmul float16 {size}^3", "name": current[1], "note": f"crashed rc {rc}"})
+            start = current[0] + 1
         good = [(r * adjust, n) for n, (r, ok) in ratios.items() if ok]
-        best = max(good) if good else (0.0, "none")
-        summary[size] = best
-        print(f"  best: {best[1]} at {best[0]:.3f} of cuBLAS (mean of its two timings)")
-        del a, b, c, bt, exact, scale
-        torch.cuda.empty_cache()
+        summary[size] = max(good) if good else (0.0, "none")
         print(f"  ({elapsed():.0f} s so far)")
     return summary
 
@@ -453,9 +496,17 @@ def main():
     parser.add_argument("--json", metavar="FILE", help="also write every line as JSON")
     parser.add_argument("--budget", type=float, default=225.0, help="seconds after which variants are skipped")
     parser.add_argument("--dry", action="store_true", help="no GPU: define everything, list the plan")
+    parser.add_argument("--child", nargs=2, type=int, metavar=("SIZE", "START"), help=argparse.SUPPRESS)
+    parser.add_argument("--started", type=float, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    global STARTED_WALL
     BUDGET[0] = args.budget
     DRY[0] = args.dry
+    if args.started:
+        STARTED_WALL = args.started
+    if args.child:
+        CHILD[0] = True
+        return matmul_child(*args.child)
     if not args.dry and not torch.cuda.is_available():
         print("needs a CUDA GPU (or --dry)")
         return 2
@@ -463,7 +514,7 @@ def main():
         print(f"{torch.cuda.get_device_name(0)} · torch {torch.__version__} · triton {triton.__version__} · "
               f"{num_sms()} SMs")
     summary = {}
-    for name, section in (("softmax", lambda: softmax_section(1 << args.log2)), ("matmul", matmul_section)):
+    for name, section in (("matmul", matmul_section), ("softmax", lambda: softmax_section(1 << args.log2))):
         if args.only in (None, name):
             try:
                 result = section()
