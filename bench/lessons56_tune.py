@@ -103,7 +103,10 @@ def attempt(section, name, action):
     except Exception as exc:
         text = str(exc).strip().splitlines()
         emit(section, name, note=f"FAILED {type(exc).__name__}: {(text[0] if text else '')[:110]}")
-        torch.cuda.synchronize()
+        try:
+            torch.cuda.synchronize()
+        except Exception:   # a broken context: the next launch fails too, and a child process ends
+            pass
         return None
 
 
