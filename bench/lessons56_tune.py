@@ -8,7 +8,7 @@
 softmax (lesson 5), about 2^28 elements per matrix, float32 and float16:
   rows of 4096, 8192, 16384: the lesson's softmax() as it chooses; its single-block kernel
   (BLOCK = the row) at num_warps 4, 8, 16, 32; "rule" marks num_warps = BLOCK / 512 clamped to
-  [4, 32] (16 elements per thread), the rule lesson 5 teaches.
+  [1, 32] (16 elements per thread), the rule lesson 5 teaches.
   rows of 32768 and 65536: the single block at num_warps 16 and 32 against the chunked two-pass
   kernel at CHUNK 4096 / 8192 / 16384 (num_warps by the same rule): where chunking starts to pay.
   Each line: registers per thread and spilled bytes of the compiled kernel.
@@ -123,13 +123,13 @@ def regs(compiled):
 # --------------------------------------------------------------------------------------------
 
 def rule_warps(block):
-    """Lesson 5's rule: 16 elements per thread, num_warps = BLOCK / (16 * 32), in [4, 32]."""
-    return min(max(block // 512, 4), 32)
+    """Lesson 5's rule: 16 elements per thread, num_warps = BLOCK / (16 * 32), in [1, 32]."""
+    return min(max(block // 512, 1), 32)
 
 
 def softmax_section(elements):
     print(f"\nsoftmax: about {elements:,} elements per matrix; GB/s counts one read and one write; "
-          f"ratio = device copy time / time. rule = num_warps BLOCK/512 in [4, 32]")
+          f"ratio = device copy time / time. rule = num_warps BLOCK/512 in [1, 32]")
     for cols in (4096, 8192, 16384, 32768, 65536):
         for dtype in (torch.float32, torch.float16):
             section = f"softmax {str(dtype)[6:]} rows of {cols}"
