@@ -18,6 +18,7 @@ matmul (lesson 6), float16, 4096^3 and 8192^3:
   entry called directly (grouped and row-major); matmul_tuned as the lesson ships it; the old
   matmul_tuned (the autotuner's own launch on every call) with a diagnosis of its gap: host
   microseconds per call, and the same call timed in a CUDA graph (no host time at all);
+  lesson 6's persistent.py (answer edition) in each of its CONFIGS, as shipped; then candidate
   persistent kernels after Triton's tutorial 09 (programs = SMs, each walks tiles in GROUP_M
   order): with pointers; with host TMA descriptors (TensorDescriptor), EPILOGUE_SUBTILE,
   tl.range(flatten=...) and tl.range(warp_specialize=...); with device descriptors
@@ -169,7 +170,6 @@ def softmax_section(elements):
                     launch = lambda chunk=chunk, w=w: softmax_lesson.softmax_chunked_kernel[(rows,)](
                         *args, CHUNK=chunk, num_warps=w)
                     timed(f"chunked CHUNK={chunk} num_warps={w}", launch, launch)
-            del x, out, args, probe
             torch.cuda.empty_cache()
         print(f"  ({elapsed():.0f} s so far)")
 
@@ -418,6 +418,18 @@ def matmul_steps(size):
     ]
     if size == 4096:
         steps.append(("diagnosis of matmul_tuned", lambda: attempt(section, "diagnosis of matmul_tuned", diagnose)))
+    sys.path.insert(0, str(ROOT / "content" / "lessons" / "lesson06_matmul"))
+    try:
+        import persistent as shipped   # lesson 6's answer-only persistent.py, exactly as shipped
+    except Exception as exc:
+        shipped = None
+        steps.append(("persistent.py", lambda exc=exc: emit(section, "persistent.py", note=f"not importable: {exc}")))
+    finally:
+        sys.path.pop(0)
+    if shipped is not None:
+        for config in shipped.CONFIGS:
+            run = lambda config=config: shipped.matmul_persistent(a, b, **config)
+            steps.append(timed(f"persistent.py {shipped.describe(config)}", run, check=run))
     for label, kw in TMA_CANDIDATES:
         kw = dict(kw)
         pointers, device, kmajor = kw.pop("pointers", False), kw.pop("device", False), kw.pop("kmajor", False)
