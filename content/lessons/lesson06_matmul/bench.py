@@ -122,7 +122,7 @@ def f16_table(kernel, size, device, smoke):
         ms = time_ms(lambda: persistent.matmul_persistent_tuned(a, b))
         rows.append(flops_row("persistent.py, tuned", ms, flops, base))
         mine = rows[-1]
-        chosen = persistent.CHOSEN[(size, size, size, a.dtype)]
+        chosen = persistent.CHOSEN[(a.shape[0], b.shape[1], a.shape[1], a.dtype)]
         values.update({f"{key}_persistent_tflops": f"{mine['tflops']:.0f}",
                        f"{key}_persistent_vs_cublas": f"{mine['vs_base']:.2f}",
                        f"{key}_persistent_config": persistent.describe(chosen)})
