@@ -43,7 +43,12 @@ def softmax_chunked_kernel(x, out, N, stride_xm, stride_xn, stride_om, stride_on
         tl.store(out_row + (start + cols) * stride_on, tl.exp(part - row_max) / den, mask=start + cols < N)
 
 
-def softmax(x, MAX_BLOCK=8192, CHUNK=4096, num_warps=None):
+def warps_for(block):
+    # @text:warps
+    return min(max(block // 512, 1), 32)
+
+
+def softmax(x, MAX_BLOCK=16384, CHUNK=8192, num_warps=None):
     # @text:shapes
     assert x.dim() == 2 and x.dtype in (torch.float32, torch.float16, torch.bfloat16)
     # @text:empty_like
@@ -56,9 +61,9 @@ def softmax(x, MAX_BLOCK=8192, CHUNK=4096, num_warps=None):
     BLOCK = triton.next_power_of_2(N)
     # @text:choose
     if BLOCK <= MAX_BLOCK:
-        softmax_kernel[(M,)](*args, BLOCK=BLOCK, num_warps=num_warps or min(max(BLOCK // 512, 1), 16))
+        softmax_kernel[(M,)](*args, BLOCK=BLOCK, num_warps=num_warps or warps_for(BLOCK))
     else:
-        softmax_chunked_kernel[(M,)](*args, CHUNK=CHUNK, num_warps=num_warps or min(max(CHUNK // 512, 1), 16))
+        softmax_chunked_kernel[(M,)](*args, CHUNK=CHUNK, num_warps=num_warps or warps_for(CHUNK))
     return out
 
 
@@ -69,6 +74,6 @@ if __name__ == "__main__":
     print(softmax(x).tolist())
     torch.testing.assert_close(softmax(x), torch.softmax(x, dim=1))
     # @text:demo_long
-    long = torch.randn(3, 10000, device=device)
-    long[1, :5000] = float("-inf")
+    long = torch.randn(3, 20000, device=device)
+    long[1, :9000] = float("-inf")
     torch.testing.assert_close(softmax(long), torch.softmax(long, dim=1))

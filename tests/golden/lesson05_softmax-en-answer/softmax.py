@@ -46,7 +46,12 @@ def softmax_chunked_kernel(x, out, N, stride_xm, stride_xn, stride_om, stride_on
         tl.store(out_row + (start + cols) * stride_on, tl.exp(part - row_max) / den, mask=start + cols < N)
 
 
-def softmax(x, MAX_BLOCK=8192, CHUNK=4096, num_warps=None):
+def warps_for(block):
+    # 16 values per thread: num_warps = BLOCK / 512, at least 1 warp, at most 32 (one program has at most 1024 threads).
+    return min(max(block // 512, 1), 32)
+
+
+def softmax(x, MAX_BLOCK=16384, CHUNK=8192, num_warps=None):
     # The input is a 2-D float32, float16 or bfloat16 tensor; each row gets its own softmax.
     assert x.dim() == 2 and x.dtype in (torch.float32, torch.float16, torch.bfloat16)
     # empty_like returns an out stored by columns for a transposed (column-major) x, so out's strides are passed separately.
@@ -57,11 +62,11 @@ def softmax(x, MAX_BLOCK=8192, CHUNK=4096, num_warps=None):
         return out
     args = (x, out, N, x.stride(0), x.stride(1), out.stride(0), out.stride(1))
     BLOCK = triton.next_power_of_2(N)
-    # A row that fits one block (BLOCK up to MAX_BLOCK) is read once by one program; longer rows are read twice, in pieces.
+    # A row that fits one block (BLOCK up to MAX_BLOCK = 16384, still 16 values per thread) is read once by one program; longer rows are read twice, in pieces.
     if BLOCK <= MAX_BLOCK:
-        softmax_kernel[(M,)](*args, BLOCK=BLOCK, num_warps=num_warps or min(max(BLOCK // 512, 1), 16))
+        softmax_kernel[(M,)](*args, BLOCK=BLOCK, num_warps=num_warps or warps_for(BLOCK))
     else:
-        softmax_chunked_kernel[(M,)](*args, CHUNK=CHUNK, num_warps=num_warps or min(max(CHUNK // 512, 1), 16))
+        softmax_chunked_kernel[(M,)](*args, CHUNK=CHUNK, num_warps=num_warps or warps_for(CHUNK))
     return out
 
 
@@ -71,7 +76,7 @@ if __name__ == "__main__":
     x = torch.tensor([[1.0, 2.0, 3.0], [1000.0, 1001.0, 1002.0]], device=device)
     print(softmax(x).tolist())
     torch.testing.assert_close(softmax(x), torch.softmax(x, dim=1))
-    # A long row: the first 5000 elements of row 1 are -inf, so the chunked kernel's first piece is all -inf.
-    long = torch.randn(3, 10000, device=device)
-    long[1, :5000] = float("-inf")
+    # A long row (the chunked kernel): the first 9000 elements of row 1 are -inf, so its first piece (8192 elements) is all -inf.
+    long = torch.randn(3, 20000, device=device)
+    long[1, :9000] = float("-inf")
     torch.testing.assert_close(softmax(long), torch.softmax(long, dim=1))

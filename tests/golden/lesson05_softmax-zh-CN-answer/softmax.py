@@ -46,7 +46,12 @@ def softmax_chunked_kernel(x, out, N, stride_xm, stride_xn, stride_om, stride_on
         tl.store(out_row + (start + cols) * stride_on, tl.exp(part - row_max) / den, mask=start + cols < N)
 
 
-def softmax(x, MAX_BLOCK=8192, CHUNK=4096, num_warps=None):
+def warps_for(block):
+    # 每个线程 16 个值：num_warps = BLOCK / 512，至少 1 个 warp，至多 32 个（一个 program 最多 1024 个线程）。
+    return min(max(block // 512, 1), 32)
+
+
+def softmax(x, MAX_BLOCK=16384, CHUNK=8192, num_warps=None):
     # 输入是二维张量，float32、float16 或 bfloat16；每一行各自做 softmax。
     assert x.dim() == 2 and x.dtype in (torch.float32, torch.float16, torch.bfloat16)
     # empty_like 对转置（按列存放）的 x 返回同样按列存放的 out，所以 out 的 stride 单独传入。
@@ -57,11 +62,11 @@ def softmax(x, MAX_BLOCK=8192, CHUNK=4096, num_warps=None):
         return out
     args = (x, out, N, x.stride(0), x.stride(1), out.stride(0), out.stride(1))
     BLOCK = triton.next_power_of_2(N)
-    # 行能放进一个块（BLOCK 不超过 MAX_BLOCK）时一个 program 读一遍；更长的行分段读两遍。
+    # 行能放进一个块（BLOCK 不超过 MAX_BLOCK = 16384，每个线程仍是 16 个值）时一个 program 读一遍；更长的行分段读两遍。
     if BLOCK <= MAX_BLOCK:
-        softmax_kernel[(M,)](*args, BLOCK=BLOCK, num_warps=num_warps or min(max(BLOCK // 512, 1), 16))
+        softmax_kernel[(M,)](*args, BLOCK=BLOCK, num_warps=num_warps or warps_for(BLOCK))
     else:
-        softmax_chunked_kernel[(M,)](*args, CHUNK=CHUNK, num_warps=num_warps or min(max(CHUNK // 512, 1), 16))
+        softmax_chunked_kernel[(M,)](*args, CHUNK=CHUNK, num_warps=num_warps or warps_for(CHUNK))
     return out
 
 
@@ -71,7 +76,7 @@ if __name__ == "__main__":
     x = torch.tensor([[1.0, 2.0, 3.0], [1000.0, 1001.0, 1002.0]], device=device)
     print(softmax(x).tolist())
     torch.testing.assert_close(softmax(x), torch.softmax(x, dim=1))
-    # 长行：第 1 行的前 5000 个元素是 -inf，分段内核的第一段整段都是 -inf。
-    long = torch.randn(3, 10000, device=device)
-    long[1, :5000] = float("-inf")
+    # 长行（分段内核）：第 1 行的前 9000 个元素是 -inf，第一段（8192 个）整段都是 -inf。
+    long = torch.randn(3, 20000, device=device)
+    long[1, :9000] = float("-inf")
     torch.testing.assert_close(softmax(long), torch.softmax(long, dim=1))

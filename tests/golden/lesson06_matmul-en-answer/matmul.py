@@ -74,15 +74,25 @@ CONFIGS = [
 matmul_kernel_tuned = triton.autotune(configs=CONFIGS, key=["M", "N", "K", "PRECISION"])(matmul_kernel)
 
 
+CHOSEN = {}   # (M, N, K, dtype, precision) -> the configuration autotune chose for it
+
+
 def matmul_tuned(a, b, precision="tf32"):
     # The same kernel, with triton.autotune choosing the fastest configuration per (M, N, K, PRECISION) and input dtype; the first call for every new shape tries every configuration.
     assert a.dim() == 2 and b.dim() == 2 and a.shape[1] == b.shape[0] and a.dtype == b.dtype
     M, K = a.shape
     N = b.shape[1]
+    key = (M, N, K, a.dtype, precision)
+    # From the second call with a shape on, the autotuner is bypassed: matmul() is called with the remembered configuration, exactly as if that configuration had been written out by hand.
+    if key in CHOSEN:
+        config = CHOSEN[key]
+        return matmul(a, b, num_warps=config.num_warps, num_stages=config.num_stages, precision=precision,
+                      **config.kwargs)
     c = torch.empty((M, N), device=a.device, dtype=a.dtype)
     grid = lambda meta: (triton.cdiv(M, meta["BLOCK_M"]) * triton.cdiv(N, meta["BLOCK_N"]),)
     matmul_kernel_tuned[grid](a, b, c, M, N, K, a.stride(0), a.stride(1), b.stride(0), b.stride(1),
                               c.stride(0), c.stride(1), PRECISION=precision)
+    CHOSEN[key] = matmul_kernel_tuned.best_config
     return c
 
 
