@@ -142,6 +142,11 @@ def sandbox_command(python, checker, extra_hidden=(), use_gpu=False, seed_cache=
             env[name] = os.environ[name]
     if libraries:
         env["LD_LIBRARY_PATH"] = ":".join(libraries)
+        # Triton looks for libcuda through the loader's cache first, whose paths may not be reachable here
+        holding = [library for library, (folder, _) in zip(libraries, [b for b in binds if b[1] in libraries])
+                   if os.path.exists(os.path.join(folder, "libcuda.so.1"))]
+        if holding:
+            env["TRITON_LIBCUDA_PATH"] = holding[0]
     args += ["--clearenv"]
     for name, value in env.items():
         args += ["--setenv", name, value]
