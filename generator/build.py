@@ -26,6 +26,7 @@ from generator.render import LessonContext, checker_data, finalize_pack, jinja_e
 from generator.report import report_data, write_reports
 from generator import verify as V
 from generator.bundle import bundle_pack
+from generator.quarto import project_leaks, quarto_projects
 from generator.cache import BuildCache, read_json, write_json
 from generator.runners import make_runner
 from generator.resources import TEMPLATES   # built in; --templates overrides
@@ -44,6 +45,7 @@ class BuildOptions:
     runner_command: str | None = None
     jobs: int = min(8, os.cpu_count() or 2)
     notebook: bool = True
+    sandbox: str = "auto"   # auto | on | off: the checker's sandbox for the answer and the mistakes
     lessons: tuple[str, ...] = ()
     locales: tuple[str, ...] = ()
     slurm: Any = None   # SlurmSettings, for runner "slurm"
@@ -195,10 +197,13 @@ def _build(options: BuildOptions, progress: Progress, started: float) -> BuildRe
             finals.append((ctx, finalize_pack(ctx, env, pack, records.get((lesson_id, locale)))))
     if not options.lessons:   # a course bundle holds every published lesson, so only a full build makes one
         finals += _bundles(content, groups, records, env)
+        finals += [(None, project) for project in quarto_projects(content, groups, records, env)]
     for ctx, final in finals:
         data = zip_pack(final)
         if final.edition == "exercise":
             leaks += _scan_exercise(content, ctx, final, data)
+        elif final.edition == "quarto":   # holds both editions: its exercise profile is scanned
+            leaks += project_leaks(content, final.locale, data, final.name + ".zip")
         (staging / f"{final.name}.zip").write_bytes(data)
         result.zips[f"{final.name}.zip"] = hashlib.sha256(data).hexdigest()
     if leaks:
@@ -264,7 +269,7 @@ def _verify_groups(groups, runner, options: BuildOptions, out: Path, result: Bui
         mistakes = [(m, mistake_code(ctx, m)) for m in ctx.lesson.spec.checks.mistakes]
         pairs.append(V.PackPair(lesson_id, locale, ctx.lesson.spec, editions["exercise"][1], editions["answer"][1],
                                 mistakes, options.notebook))
-    outcome = V.verify_all(pairs, runner, info, cache, out / "work", options.jobs, progress)
+    outcome = V.verify_all(pairs, runner, info, cache, out / "work", options.jobs, progress, options.sandbox)
     result.verification = {f"{k[0]}/{k[1]}": r for k, r in outcome.records.items()}
     result.cached, result.disagreements = outcome.cached, outcome.disagreements
     result.failed += outcome.failed

@@ -92,10 +92,10 @@ def code_key(code: str) -> str:
 
 
 def verify_all(pairs: list[PackPair], runner: Runner, info: dict, cache: BuildCache, work: Path, jobs: int,
-               progress: Progress) -> Outcome:
+               progress: Progress, sandbox: str = "auto") -> Outcome:
     outcome = Outcome()
     pending: dict[str, list[PackPair]] = {}
-    identity = key(runner.identity(), json.dumps(info, sort_keys=True))
+    identity = key(runner.identity(), json.dumps(info, sort_keys=True), sandbox)
     keys = {}
     for pair in pairs:
         keys[pair.label] = (pair.content_key(), key(pair.content_key(), identity))
@@ -107,7 +107,7 @@ def verify_all(pairs: list[PackPair], runner: Runner, info: dict, cache: BuildCa
         else:
             pending.setdefault(pair.lesson_id, []).append(pair)
     gpu = bool(info["cuda"]) and runner.kind != "interpreter"
-    plans = [_plan(lesson_pairs, work / lesson_id, runner, jobs) for lesson_id, lesson_pairs in pending.items()]
+    plans = [_plan(lesson_pairs, work / lesson_id, runner, jobs, sandbox) for lesson_id, lesson_pairs in pending.items()]
     if plans:
         progress(f"verify {', '.join(f'{p.lesson_id} ({len(p.pairs)} locale(s), {len(p.units)} kernel files)' for p in plans)}"
                  f" on {runner.label} ...")

@@ -37,7 +37,7 @@ def test_a_new_kind_of_lesson_builds_and_verifies_without_code(new_course):
     assert report["passed"] and record["mistakes_caught"] == record["mistakes_declared"] == 2
     names = sorted(p.name for p in (new_course / "build" / "dist").glob("*.zip"))
     assert names == ["lesson01_scale-en-answer.zip", "lesson01_scale-en-exercise.zip",
-                     "my_course-en-answer.zip", "my_course-en-exercise.zip"]
+                     "my_course-en-answer.zip", "my_course-en-exercise.zip", "my_course-en-quarto.zip"]
 
 
 def test_the_new_lesson_checks_a_student_fill(new_course, tmp_path):

@@ -13,6 +13,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -23,7 +24,7 @@ from .present import Evaluation, json_result, render_report, write_submission
 from .protocol import Channel
 from .sandbox import sandbox_problem
 from .static import Target, blank_lines, load_target, review_edits
-from .supervisor import Supervisor, choose_factory, prepare_cases
+from .supervisor import START_MARGIN_S, Supervisor, choose_factory, close_factories, prepare_cases
 from .worker import serve
 from .zygote import zygote_main
 
@@ -63,34 +64,50 @@ class Session:
     """The trusted process's tools for checking kernel files: torch and triton prepared, the worker
     factory started before any case is computed, every case's inputs and expected output."""
 
-    def __init__(self, force_interpreter=False, sandbox=False, hidden=(), checker=None, limits=None, seed_cache=None):
+    def __init__(self, force_interpreter=False, sandbox=False, hidden=(), checker=None, limits=None, seed_cache=None,
+                 start_margin=START_MARGIN_S):
         if sandbox:
             why = sandbox_problem()
             if why:
                 raise Refused(msg("sandbox_missing", why=why))
         started = time.monotonic()
         self.setup = prepare(force_interpreter)
-        self.import_s = time.monotonic() - started
+        self.timing = {"import_s": round(time.monotonic() - started, 3)}
         import torch
         if sandbox and self.setup["use_gpu"] and not os.path.exists("/dev/nvidia-uvm"):
             torch.cuda.init()   # creates /dev/nvidia-uvm, which the sandbox cannot (no setuid there)
         self.sandbox = "bubblewrap" if sandbox else None
+        self.start_margin = start_margin
         self.factory = choose_factory(self.setup, sandbox, checker=checker, hidden=hidden, limits=limits,
                                       seed_cache=seed_cache)
+        # the first worker starts (CUDA, Triton's compile key) while this process computes the cases
+        self.spare, self.spare_lock = self.factory.start(), threading.Lock()
+        self.timing["factory_s"] = round(time.monotonic() - started - self.timing["import_s"], 3)
+        if getattr(self.factory, "as_root", False):
+            self.sandbox = "bubblewrap, as root in its namespace (the GPU driver is readable by root only here)"
         self.prepared = prepare_cases(torch, self.setup["use_gpu"])
+        self.timing["cases_s"] = round(time.monotonic() - started, 3) - self.timing["import_s"] - self.timing["factory_s"]
 
     def evaluate(self, target, timeout, notebook=False):
         edits, fill = review_edits(target.text, notebook or target.cell is not None)
         blank = blank_lines(target.text)
         if blank:
             return Evaluation(target, edits, fill, blank)
-        supervisor = Supervisor(self.factory, self.prepared, target, timeout, sandboxed=self.sandbox is not None)
+        with self.spare_lock:
+            spare, self.spare = self.spare, None
+        supervisor = Supervisor(self.factory, self.prepared, target, timeout, sandboxed=self.sandbox is not None,
+                                start_margin=self.start_margin, spare=spare)
         results = supervisor.run([c["id"] for c in LESSON["cases"]])
         return Evaluation(target, edits, fill, blank, supervisor.env, results, supervisor.load_error,
                           supervisor.timing, supervisor.flags(), self.sandbox)
 
     def close(self):
-        self.factory.close()
+        """The factory stays for later sessions of this process (closed at its exit); a worker
+        started for a check that never came is stopped."""
+        with self.spare_lock:
+            spare, self.spare = self.spare, None
+        if spare is not None:
+            spare.kill()
 
 
 def evaluate_static(target, notebook=False):
@@ -115,12 +132,14 @@ def check(args, out=print, display=None):
             except Refused as exc:
                 out(str(exc))
                 return EXIT_UNRUNNABLE
+            begun = time.monotonic()
             ev = session.evaluate(target, args.timeout, notebook)
+            session.timing["evaluate_s"] = round(time.monotonic() - begun, 3)
             session.close()
         lines, status = render_report(ev)
         if args.json:
             data = json_result(ev, status)
-            data["timing"] = dict(ev.timing, parent_import_s=round(session.import_s if session else 0.0, 3))
+            data["timing"] = dict(ev.timing, **(session.timing if session else {}))
             out(json.dumps(data, ensure_ascii=False, indent=1))
         else:
             out("\n".join(lines))
@@ -164,12 +183,11 @@ def bench_after_check(target, status, out, no_gpu=False):
     return EXIT_PASS if all((result.get("checks") or {}).values()) else EXIT_FAIL
 
 
-def check_units(units, jobs, timeout, interpreter, sandbox=False, checker=None, seed_cache=None):
+def check_units(units, jobs, timeout, session):
     """Verification and grading: the cases of many kernel files ({"id", "path"} each), several at
-    once, each in workers of its own, every case computed once here. Returns each unit's JSON
-    result (as --json gives it, plus the report's text and timing)."""
+    once, each in workers of its own, every case computed once in the session. Returns each
+    unit's JSON result (as --json gives it, plus the report's text and timing)."""
     from concurrent.futures import ThreadPoolExecutor
-    session = Session(interpreter, sandbox, checker=checker, seed_cache=seed_cache)
 
     def one(unit):
         started = time.monotonic()
@@ -183,11 +201,8 @@ def check_units(units, jobs, timeout, interpreter, sandbox=False, checker=None, 
         data["timing"] = ev.timing
         return unit["id"], data
 
-    try:
-        with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-            return dict(pool.map(one, units))
-    finally:
-        session.close()
+    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+        return dict(pool.map(one, units))
 
 
 class CheckFailed(Exception):
@@ -248,6 +263,7 @@ def exit_now(code):
     if isinstance(code, str):
         print(code, file=sys.stderr)
         code = 1
+    close_factories()   # the workers' factory and its folders (os._exit runs no atexit)
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()

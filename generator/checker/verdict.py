@@ -38,10 +38,12 @@ def judge(torch, case, made, expected, scale, report, payload):
         return {"status": "pass", "n": got.numel()}
     first = tuple(int(i) for i in bad.nonzero()[0])
     inputs = broadcast_inputs(torch, made, got.shape, want.device)
-    reason = classify(torch, inputs, want, got, bad, lambda: storage_views(torch, made, want.device))
+    # classify sees an input that does not broadcast to the output (a matrix factor) as it is
+    seen = {name: view.double().to(want.device) if inputs[name] is None else inputs[name] for name, _, view in made}
+    reason = classify(torch, seen, want, got, bad, lambda: storage_views(torch, made, want.device))
     return {"status": "fail", "reason": reason, "position": list(first),
-            "inputs": {name: fmt(value[first]) if hasattr(value, "shape") else fmt(value)
-                       for name, value in inputs.items() if value is not None},
+            "inputs": {name: (fmt(value[first]) if hasattr(value, "shape") else fmt(value)) if value is not None
+                       else "×".join(map(str, seen[name].shape)) for name, value in inputs.items()},
             "expected": fmt(want[first]), "got": fmt(got[first]), "count": count, "n": got.numel()}
 
 

@@ -74,22 +74,35 @@ def load_checker(path):
     return module
 
 
-def batch(job, checker):
-    """Every kernel file through the checker, in its sandbox where one can run here ("auto"), or
-    as job["sandbox"] says ("on": refuse without one; "off")."""
-    started = time.monotonic()
-    result = {"returncode": 0, "stdout": "", "stderr": "", "timed_out": False}
+def open_session(job, checker):
+    """The checker's trusted session for the lesson's kernel files, before this process starts any
+    thread (its worker factory is then forked from here): in the sandbox where one can run here
+    (job["sandbox"] "auto"), or as job["sandbox"] says ("on": refuse without one; "off").
+    Returns (session or None, what the sandbox was, why the session could not open)."""
     why = checker.sandbox_problem() if job["sandbox"] != "off" else "turned off"
     sandbox = why is None
-    result["sandbox"] = "bubblewrap" if sandbox else f"none ({why})"
+    label = "bubblewrap" if sandbox else f"none ({why})"
+    if job["sandbox"] == "on" and not sandbox:
+        return None, label, f"the sandbox was asked for and cannot run here: {why}"
     try:
-        if job["sandbox"] == "on" and not sandbox:
-            raise RuntimeError(f"the sandbox was asked for and cannot run here: {why}")
-        result["units"] = checker.check_units(job["units"], job["jobs"], job["case_timeout"], job["interpreter"],
-                                              sandbox=sandbox, checker=os.path.abspath(job["checker"]),
-                                              seed_cache=os.environ.get("TRITON_CACHE_DIR"))
-    except Exception:   # the checker broke (not a kernel: those fail inside their own children)
-        result.update(returncode=1, stderr=traceback.format_exc()[-4000:], units=None)
+        session = checker.Session(job["interpreter"], sandbox, checker=os.path.abspath(job["checker"]),
+                                  seed_cache=os.environ.get("TRITON_CACHE_DIR"))
+    except Exception:
+        return None, label, traceback.format_exc()[-4000:]
+    return session, label, ""
+
+
+def batch(job, checker, opened):
+    started = time.monotonic()
+    session, label, why = opened
+    result = {"returncode": 0, "stdout": "", "stderr": why, "timed_out": False, "sandbox": label, "units": None}
+    if session is None:
+        result["returncode"] = 1
+    else:
+        try:
+            result["units"] = checker.check_units(job["units"], job["jobs"], job["case_timeout"], session)
+        except Exception:   # the checker broke (not a kernel: those fail inside their own workers)
+            result.update(returncode=1, stderr=traceback.format_exc()[-4000:])
     result["seconds"] = round(time.monotonic() - started, 2)
     return result
 
@@ -192,6 +205,9 @@ def main():
     job = json.loads(Path("job.json").read_text(encoding="utf-8"))
     started = time.monotonic()
     checker = load_checker(job["checker"])
+    # many workers at once, each with a small torch thread pool rather than one thread per core
+    os.environ["COURSEPACK_CHILD_THREADS"] = str(max(1, (os.cpu_count() or 1) // max(1, int(job["jobs"]))))
+    opened = open_session(job, checker)
     import multiprocessing
     context = multiprocessing.get_context("fork")
     if job["notebooks"]:
@@ -202,15 +218,13 @@ def main():
             import IPython.core.interactiveshell  # noqa: F401
         except ImportError:
             pass   # each notebook step reports it
-    # many children at once, each with a small torch thread pool rather than one thread per core
-    os.environ["COURSEPACK_CHILD_THREADS"] = str(max(1, (os.cpu_count() or 1) // max(1, int(job["jobs"]))))
     started_notebooks = {locale: start_notebook(folder, context) for locale, folder in job["notebooks"].items()}
     commands = [(f"answer/{locale}", folder, {}) for locale, folder in job["answers"].items()]
     commands += [(f"exercise/{locale}", folder, {}) for locale, folder in job["exercises"].items()]
     commands += [(f"spawn/{locale}", folder, {"COURSEPACK_SPAWN": "1"}) for locale, folder in job["answers"].items()
                  if locale in job["spawn_locales"]]
     with ThreadPoolExecutor(max_workers=1 + len(commands) + len(job["notebooks"])) as pool:
-        units = pool.submit(batch, job, checker)
+        units = pool.submit(batch, job, checker, opened)
         students = {name: pool.submit(student, folder, job["student_timeout"], **env) for name, folder, env in commands}
         notebooks = {locale: pool.submit(notebook, begun, job["notebook_timeout"])
                      for locale, begun in started_notebooks.items()}

@@ -53,6 +53,7 @@ class Harness:
         self._record_launches()
         self.snapshot = {name: getattr(torch, name) for name in dir(torch) if callable(getattr(torch, name, None))}
         self.tensor_snapshot = dict(vars(torch.Tensor))
+        self.timer_snapshot = clock_functions(torch)
         sys.addaudithook(self._audit)
 
     def _poisoned(self, plain):
@@ -124,7 +125,24 @@ class Harness:
                  and name not in ("empty", "empty_like")]
         names += [f"Tensor.{name}" for name, value in vars(torch.Tensor).items()
                   if self.tensor_snapshot.get(name) is not value]
+        names += [name for name, value in clock_functions(torch).items() if self.timer_snapshot.get(name) is not value]
         return sorted(names)[:20]
+
+
+def clock_functions(torch):
+    """The clocks a measurement reads: replacing one forges a time."""
+    import time
+    found = {f"time.{name}": getattr(time, name) for name in ("perf_counter", "monotonic", "time", "perf_counter_ns")}
+    event = getattr(torch.cuda, "Event", None)
+    for name in ("record", "elapsed_time", "synchronize", "query"):
+        found[f"torch.cuda.Event.{name}"] = getattr(event, name, None)
+    found["torch.cuda.synchronize"] = torch.cuda.synchronize
+    try:
+        import triton.testing
+        found["triton.testing.do_bench"] = triton.testing.do_bench
+    except ImportError:
+        pass
+    return found
 
 
 SCRATCH = None   # the worker's private folder in a sandbox (writes there are its own business)
@@ -185,6 +203,8 @@ def serve(channel, use_gpu, started):
     to end (or right after a GPU fault: the process must not be used again)."""
     import torch
     import triton
+    if os.environ.get("COURSEPACK_CHILD_THREADS"):   # many workers at once: a small thread pool each
+        torch.set_num_threads(int(os.environ["COURSEPACK_CHILD_THREADS"]))
     if use_gpu:
         torch.empty(1, device="cuda")   # the CUDA context: its cost counts as start-up, not as case 1
     channel.send({"hello": environment(torch, triton, use_gpu), "startup_s": round(time.monotonic() - started, 3)})
@@ -223,27 +243,36 @@ def serve(channel, use_gpu, started):
 
 
 def _receive_inputs(torch, header, payload, device):
-    """The case's arguments: fresh tensors from the bytes sent, with the strides declared."""
-    values, offset = [], 0
+    """The case's arguments: fresh tensors from the bytes sent, with the strides declared, each
+    storage inside guard bands of NaN (of the largest value, for integers): a kernel that reads
+    past an input gets the same numbers on every machine, never what happens to lie there.
+    Returns (arguments, [(guarded storage, first element, length) or None per argument])."""
+    values, guarded, offset = [], [], 0
     for spec in header["inputs"]:
         if spec["kind"] == "scalar":
             values.append(float(spec["value"]))
+            guarded.append(None)
             continue
         dtype = getattr(torch, spec["dtype"])
-        nbytes = spec["storage"] * torch.tensor([], dtype=dtype).element_size()
+        count = spec["storage"]
+        nbytes = count * torch.tensor([], dtype=dtype).element_size()
         chunk = payload[offset:offset + nbytes]
         offset += nbytes
-        storage = (torch.frombuffer(chunk, dtype=dtype) if nbytes else torch.empty(0, dtype=dtype)).to(device)
-        values.append(storage.as_strided(spec["shape"], spec["stride"], spec["offset"]))
-    return values
+        fill = float("nan") if dtype.is_floating_point else torch.iinfo(dtype).max
+        storage = torch.full((count + 2 * GUARD,), fill, dtype=dtype, device=device)
+        if count:
+            storage[GUARD:GUARD + count] = torch.frombuffer(chunk, dtype=dtype).to(device)
+        values.append(storage.as_strided(spec["shape"], spec["stride"], spec["offset"] + GUARD))
+        guarded.append((storage, GUARD, count))
+    return values, guarded
 
 
 def run_one(torch, harness, fn, header, payload, device, path):
     case = header["run"]
     if header.get("draw"):   # a GPU-only case: its large inputs drawn here, as the trusted side drew them
-        args = [view for _, _, view in make_inputs(torch, case, device)]
+        args, guarded = [view for _, _, view in make_inputs(torch, case, device)], []
     else:
-        args = _receive_inputs(torch, header, payload, device)
+        args, guarded = _receive_inputs(torch, header, payload, device)
     harness.buffers.clear()
     harness.launched.clear()
     events_before = len(harness.events)
@@ -263,9 +292,9 @@ def run_one(torch, harness, fn, header, payload, device, path):
             guard = harness.guard_of(out)
             result["guard"] = None if guard is None else {"elements": GUARD, "span": guard[0]}
             data += guard[1] if guard is not None else b""
-        if not header.get("draw"):
-            result["inputs_crc"] = [checksum(tensor_bytes(torch, _storage(torch, a))) if hasattr(a, "shape") else None
-                                    for a in args]
+        if guarded:
+            result["inputs_crc"] = [None if g is None else checksum(tensor_bytes(torch, g[0][g[1]:g[1] + g[2]]))
+                                    for g in guarded]
     except BaseException as exc:  # the code under check may raise anything, SystemExit included
         text = str(exc).strip().splitlines()
         result = {"case": case["id"], "status": "error", "line": student_line(exc, path),
@@ -276,9 +305,3 @@ def run_one(torch, harness, fn, header, payload, device, path):
     result["launched"] = sorted(harness.launched)
     result["events"] = harness.events[events_before:]
     return result, data
-
-
-def _storage(torch, view):
-    """The whole storage behind a view, as a flat tensor (a stray write anywhere in it shows)."""
-    storage = view.untyped_storage()
-    return torch.empty(0, dtype=view.dtype, device=view.device).set_(storage).reshape(-1)
