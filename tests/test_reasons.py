@@ -118,7 +118,11 @@ def test_near_variants_get_their_own_reason_or_the_generic_one(lesson_id, tmp_pa
     cwd = os.getcwd()
     os.chdir(pack)
     try:
-        results = checker.check_units(units, 2, 120, True)
+        session = checker.Session(True, checker=str(pack / "check.py"))
+        try:
+            results = checker.check_units(units, 2, 120, session)
+        finally:
+            session.close()
     finally:
         os.chdir(cwd)
     wrong = []
