@@ -134,10 +134,13 @@ def classify(torch, inputs, expected, got, bad, views=None):
         return "unwritten"
     lesson_classify = reference_namespace().get("classify")
     if lesson_classify is not None:
-        if views is not None and _takes_views(lesson_classify):
-            reason = lesson_classify(inputs, expected, got, bad, views())
-        else:
-            reason = lesson_classify(inputs, expected, got, bad)
+        try:
+            if views is not None and _takes_views(lesson_classify):
+                reason = lesson_classify(inputs, expected, got, bad, views())
+            else:
+                reason = lesson_classify(inputs, expected, got, bad)
+        except Exception:   # the lesson's own code (a GPU case's tensors on another device...):
+            reason = None   # the generic reason; a mistake that declares another shows the bug
         if reason in LESSON["lesson_reasons"]:
             return reason
     return "wrong_value"

@@ -137,8 +137,6 @@ def measure(kernel, n, smoke):
             if cols == 65536:
                 checks[f"softmax.py (chunked) beats one block at 32 warps, rows of 65536, {name}"] = \
                     mine["vs_copy"] > by_name["single block, num_warps=32"]["vs_copy"]
-                checks[f"softmax.py (chunked) exceeds 2/3 of copy bandwidth, rows of 65536, {name}"] = \
-                    mine["vs_copy"] > 2 / 3
     # the variants the text quotes, "?" where this Triton does not report them
     for key in ("single_fp32_16384_w4", "single_fp32_16384_w32", "single_fp32_4096_w8", "single_fp32_65536_w32",
                 "chunked_fp32_8192_w16"):

@@ -71,6 +71,14 @@ def _persistent():
     return persistent
 
 
+def paired_ratio(fn, cublas):
+    """cuBLAS's time over fn's, with cuBLAS timed just before and just after fn: over a whole bench
+    the GPU's clocks drift (cuBLAS itself was seen 10 % slower at the end of a run on an H200)."""
+    before = time_ms(cublas)
+    ms = time_ms(fn)
+    return (before + time_ms(cublas)) / 2 / ms
+
+
 def f16_table(kernel, size, device, smoke):
     a = torch.randn(size, size, device=device, dtype=torch.float16)
     b = torch.randn(size, size, device=device, dtype=torch.float16)
@@ -129,10 +137,13 @@ def f16_table(kernel, size, device, smoke):
         checks[f"persistent.py equals a @ b, float16 {size}^3"] = close(persistent.matmul_persistent_tuned(a, b), a, b,
                                                                          2.0 ** -9)
         best_row = max(tuned, mine, key=lambda r: r["vs_base"])
+        best = (lambda: persistent.matmul_persistent_tuned(a, b)) if best_row is mine else \
+            (lambda: kernel.matmul_tuned(a, b))
+        ratio = paired_ratio(best, lambda: torch.matmul(a, b))
         values[f"{key}_best_kernel"] = "persistent.py" if best_row is mine else "matmul_tuned"
-        values[f"{key}_best_kernel_vs_cublas"] = f"{best_row['vs_base']:.2f}"
+        values[f"{key}_best_kernel_vs_cublas"] = f"{ratio:.2f}"
         checks[f"the lesson's best kernel (matmul_tuned or persistent.py) reaches {GOAL} of cuBLAS, float16 {size}^3"] = \
-            best_row["vs_base"] >= GOAL
+            ratio >= GOAL
     return rows, values, checks
 
 
