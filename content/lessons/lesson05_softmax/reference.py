@@ -69,5 +69,5 @@ def _row_factor(expected, got, bad):
     factors = []
     for r in range(expected.shape[0]):
         values = ratio[r][usable[r]]
-        factors.append(values.median() if values.numel() else torch.tensor(float("nan"), dtype=ratio.dtype))
+        factors.append(values.median() if values.numel() else torch.tensor(float("nan"), dtype=ratio.dtype, device=ratio.device))
     return torch.stack(factors).to(expected)[:, None] if factors else expected[:, :0]
