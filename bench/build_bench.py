@@ -1,6 +1,17 @@
 """How the build scales: N synthetic lessons (copies of lesson 3 under other ids) x 2 locales x
-2 editions, for N = 1, 10, 100 (or the N given: `python bench/build_bench.py 1 10`, `make bench N="1 10"`).
-Prints total time, median render+zip time per pack, peak memory and the no-op rebuild time.
+2 editions, for N = 1, 10, 100 and 1,000 (or the N given: `python bench/build_bench.py 1 10`,
+`make bench N="1 10"`). Each build is the command an instructor runs (`python -m generator build
+--no-verify`), in a fresh process. Per row:
+
+- build s: the build's own time (report.json: from the command's start of work to its report);
+  ms/pack is that over the lesson packs (the course bundles' work is counted in it too);
+- CPU s: the build process's user and system time, the whole command (less sensitive than the
+  wall time to other work on the machine);
+- peak MiB: the build process's peak resident memory (its rusage, read by the parent);
+- bundle MB: the largest course bundle (the answer edition of the first locale);
+- no-op s: the same command again with nothing changed, as a whole process.
+
+--repeat R builds each size R times (a fresh output folder each time) and prints medians.
 A benchmark, not a test: nothing here can fail on time (tests/test_bench.py only checks that it runs).
 
 Verification is not part of these numbers: a GPU verification of lesson 3 is measured separately
@@ -34,6 +45,7 @@ from generator.errors import CoursepackError  # noqa: E402
 from generator.translate import bless, status  # noqa: E402
 
 TEMPLATE_LESSON = "lesson03_relu"
+SIZES = [1, 10, 100, 1000]
 
 
 def _yaml() -> YAML:
@@ -58,11 +70,15 @@ def make_course(root: Path, n: int) -> list[str]:
     content = root / "content"
     shutil.copytree(REPO / "content", content)
     source = content / "lessons" / TEMPLATE_LESSON
-    ids = [f"lesson{100 + i:03d}_relu" for i in range(n)]
+    ids = [f"lesson{100 + i:04d}_relu" for i in range(n)]
+    spec = (source / "lesson.yaml").read_text(encoding="utf-8")
+    old_id = f"id: {TEMPLATE_LESSON}\n"
+    if spec.count(old_id) != 1:
+        raise CoursepackError(f"{source / 'lesson.yaml'}: expected one line {old_id.strip()!r}")
     for lesson_id in ids:
         target = content / "lessons" / lesson_id
         shutil.copytree(source, target)
-        _edit(target / "lesson.yaml", lambda spec, lesson_id=lesson_id: spec.__setitem__("id", lesson_id))
+        (target / "lesson.yaml").write_text(spec.replace(old_id, f"id: {lesson_id}\n"), encoding="utf-8")
     shutil.rmtree(source)
 
     def lessons(course):
@@ -87,54 +103,45 @@ def make_course(root: Path, n: int) -> list[str]:
     return ids
 
 
-PER_PACK = r"""
-import json, resource, sys, time
-from pathlib import Path
-from generator.build import BuildOptions, build, render_all
-from generator.archive import zip_pack
-from generator.loader import load_content
-from generator.render import finalize_pack, jinja_env
-root = Path(sys.argv[1])
-options = BuildOptions(content=root / "content", templates=root / "templates", out=root / "build", verify=False)
-start = time.perf_counter()
-build(options, progress=lambda _: None)
-total = time.perf_counter() - start
-content = load_content(options.content)
-env = jinja_env(options.templates)
-timings = []
-for lesson in content.published:
-    for locale in content.course.locales:
-        for edition in ("exercise", "answer"):
-            from generator.render import LessonContext, render_pack
-            t = time.perf_counter()
-            ctx = LessonContext(content, lesson, locale, edition)
-            zip_pack(finalize_pack(ctx, env, render_pack(ctx, env), None))
-            timings.append(time.perf_counter() - t)
-peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-print(json.dumps({"total": total, "per_pack": sorted(timings), "peak_mib": peak}))
-"""
+def _command(root: Path) -> list[str]:
+    return [sys.executable, "-m", "generator", "build", "--content", str(root / "content"),
+            "--templates", str(root / "templates"), "--out", str(root / "build"), "--no-verify"]
 
 
-def _run(args: list[str], env: dict) -> str:
-    done = subprocess.run(args, env=env, capture_output=True, text=True)
-    if done.returncode != 0:
-        raise CoursepackError(f"{' '.join(args[:3])} ... exited with {done.returncode}:\n{done.stderr.strip()}")
-    return done.stdout
+def _run(args: list[str], env: dict) -> tuple[float, float, float]:
+    """(wall seconds, CPU seconds, peak resident MiB) of one command, run in a fresh process."""
+    with tempfile.TemporaryFile() as output:
+        start = time.perf_counter()
+        process = subprocess.Popen(args, env=env, stdout=output, stderr=output)
+        _, status_, usage = os.wait4(process.pid, 0)
+        wall = time.perf_counter() - start
+        process.returncode = os.waitstatus_to_exitcode(status_)
+        if process.returncode != 0:
+            output.seek(0)
+            raise CoursepackError(f"{' '.join(args[:4])} ... exited with {process.returncode}:\n"
+                                  f"{output.read().decode(errors='replace').strip()[-3000:]}")
+    return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024
 
 
-def run(n: int) -> dict:
+def run(n: int, repeat: int = 1) -> dict:
     root = Path(tempfile.mkdtemp(prefix=f"coursepack-bench-{n}-"))
     try:
         make_course(root, n)
         env = dict(os.environ, PYTHONPATH=str(REPO))
-        data = json.loads(_run([sys.executable, "-c", PER_PACK, str(root)], env).strip().splitlines()[-1])
-        start = time.perf_counter()
-        _run([sys.executable, "-m", "generator", "build", "--content", str(root / "content"),
-              "--templates", str(root / "templates"), "--out", str(root / "build"), "--no-verify"], env)
-        noop = time.perf_counter() - start
-        packs = len(data["per_pack"])
-        return {"n": n, "packs": packs, "total_s": data["total"], "median_ms": statistics.median(data["per_pack"]) * 1000,
-                "peak_mib": data["peak_mib"], "noop_s": noop}
+        rows = []
+        for _ in range(repeat):
+            shutil.rmtree(root / "build", ignore_errors=True)
+            wall, cpu, peak = _run(_command(root), env)
+            report = json.loads((root / "build" / "report.json").read_text(encoding="utf-8"))
+            noop, _, _ = _run(_command(root), env)
+            dist = root / "build" / "dist"
+            packs = sum(1 for name in report["zips"] if name.startswith("lesson"))
+            bundles = [p.stat().st_size for p in dist.glob("*.zip") if not p.name.startswith("lesson")]
+            rows.append({"wall_s": wall, "build_s": report["seconds"], "cpu_s": cpu, "peak_mib": peak, "noop_s": noop,
+                         "packs": packs, "bundle_mb": max(bundles, default=0) / 1e6})
+        median = {key: statistics.median(r[key] for r in rows) for key in rows[0]}
+        return median | {"n": n, "packs": rows[0]["packs"], "ms_per_pack": median["build_s"] / rows[0]["packs"] * 1000,
+                         "runs": repeat}
     finally:
         shutil.rmtree(root, ignore_errors=True)
 
@@ -151,19 +158,21 @@ def _positive(text: str) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Build scaling: N synthetic lessons x 2 locales x 2 editions.")
-    parser.add_argument("n", nargs="*", type=_positive, default=[1, 10, 100], metavar="N",
-                        help="numbers of lessons to time (default: 1 10 100)")
+    parser.add_argument("n", nargs="*", type=_positive, default=SIZES, metavar="N",
+                        help=f"numbers of lessons to time (default: {' '.join(map(str, SIZES))})")
+    parser.add_argument("--repeat", type=_positive, default=1, metavar="R", help="builds per size; medians are printed")
     args = parser.parse_args(argv)
-    print(f"build scaling on {os.cpu_count()} CPUs, Python {sys.version.split()[0]} (packs built with --no-verify)")
-    print(f"{'lessons':>8} {'packs':>6} {'total s':>9} {'ms/pack (median)':>17} {'peak MiB':>9} {'no-op rebuild s':>16}")
+    print(f"build scaling on {os.cpu_count()} CPUs, Python {sys.version.split()[0]} (packs built with --no-verify"
+          f"{f'; medians of {args.repeat} builds' if args.repeat > 1 else ''})")
+    print(f"{'lessons':>8} {'packs':>6} {'build s':>9} {'ms/pack':>8} {'CPU s':>8} {'peak MiB':>9} {'bundle MB':>10} {'no-op s':>8}")
     for n in args.n:
         try:
-            r = run(n)
+            r = run(n, args.repeat)
         except CoursepackError as exc:
             print(f"build_bench: error: N = {n}: {exc}", file=sys.stderr)
             return 1
-        print(f"{r['n']:>8} {r['packs']:>6} {r['total_s']:>9.2f} {r['median_ms']:>17.1f} {r['peak_mib']:>9.0f} {r['noop_s']:>16.2f}",
-              flush=True)
+        print(f"{r['n']:>8} {r['packs']:>6} {r['build_s']:>9.2f} {r['ms_per_pack']:>8.1f} {r['cpu_s']:>8.2f} {r['peak_mib']:>9.0f} "
+              f"{r['bundle_mb']:>10.2f} {r['noop_s']:>8.2f}", flush=True)
     return 0
 
 

@@ -13,6 +13,7 @@ import struct
 import zipfile
 import zlib
 from pathlib import Path
+from typing import BinaryIO, Iterable, Iterator
 
 from generator.errors import CoursepackError
 from generator.pack import Pack
@@ -36,7 +37,7 @@ def safe_entry(name: str) -> str:
 
 
 _ZIPPED: dict[str, bytes] = {}   # recent zips by their inputs' digest: a zip is a pure function of them
-_ZIPPED_KEEP = 64
+_ZIPPED_BYTES = 48 << 20          # at most this much kept (a process that builds again reuses them)
 
 
 def zip_pack(pack: Pack) -> bytes:
@@ -46,33 +47,58 @@ def zip_pack(pack: Pack) -> bytes:
         digest.update(b"\0" + name.encode() + b"\0" + hashlib.sha256(pack.files[name]).digest())
     key = digest.hexdigest()
     if key not in _ZIPPED:
-        while len(_ZIPPED) >= _ZIPPED_KEEP:
+        data = _zip(pack)
+        while _ZIPPED and sum(map(len, _ZIPPED.values())) + len(data) > _ZIPPED_BYTES:
             _ZIPPED.pop(next(iter(_ZIPPED)))
-        _ZIPPED[key] = _zip(pack)
+        _ZIPPED[key] = data
     return _ZIPPED[key]
 
 
 def _zip(pack: Pack) -> bytes:
-    """A zip written here rather than by zipfile, so that a large constant part of a file (the
-    vendored mermaid in every page) is deflated once per process instead of once per page."""
-    out, central = bytearray(), bytearray()
-    names = sorted(pack.files)
-    for name in names:
-        entry = f"{pack.name}/{safe_entry(name)}".encode("utf-8")
-        data = pack.files[name]
-        packed = deflate(data)
-        if max(len(data), len(packed), len(out)) >= 0xFFFFFFFF:
-            raise ArchiveError(f"{pack.name}.zip: {name} is too large for a zip without ZIP64")
-        flags = 0x800 if not entry.isascii() else 0   # bit 11: the name is UTF-8
-        fields = struct.pack("<HHHHHIII", 20, flags, 8, _DOS_TIME, _DOS_DATE, zlib.crc32(data), len(packed), len(data))
-        central += (struct.pack("<IH", 0x02014B50, (3 << 8) | 20) + fields
-                    + struct.pack("<HHHHHII", len(entry), 0, 0, 0, 0, (stat.S_IFREG | FILE_MODE) << 16, len(out))
-                    + entry)
-        out += struct.pack("<I", 0x04034B50) + fields + struct.pack("<HH", len(entry), 0) + entry + packed
-    out += central + struct.pack("<IHHHHIIH", 0x06054B50, 0, 0, len(names), len(names), len(central), len(out), 0)
-    data = bytes(out)
+    buffer = io.BytesIO()
+    writer = ZipWriter(buffer, pack.name)
+    for name in sorted(pack.files):
+        writer.add(name, pack.files[name])
+    writer.close()
+    data = buffer.getvalue()
     check_zip(data, pack)
     return data
+
+
+class ZipWriter:
+    """A zip written entry by entry to a binary file, by this module rather than by zipfile, so
+    that a large constant part of a file (the vendored mermaid in every page) is deflated once per
+    process instead of once per page. Fixed times and permissions; the central directory lists the
+    entries sorted by name (in the order written: a pack's are sorted; a course bundle's come lesson
+    by lesson), and it is all that stays in memory."""
+
+    def __init__(self, out: BinaryIO, root: str):
+        self.out, self.root, self.offset = out, root, 0
+        self.central: dict[str, bytes] = {}   # name in the pack -> its central directory record
+
+    def add(self, name: str, data: bytes) -> None:
+        entry = f"{self.root}/{safe_entry(name)}".encode("utf-8")
+        if name in self.central:
+            raise ArchiveError(f"{self.root}.zip: {name} added twice")
+        packed = deflate(data)
+        if max(len(data), len(packed), self.offset) >= 0xFFFFFFFF:
+            raise ArchiveError(f"{self.root}.zip: {name} is too large for a zip without ZIP64")
+        flags = 0x800 if not entry.isascii() else 0   # bit 11: the name is UTF-8
+        fields = struct.pack("<HHHHHIII", 20, flags, 8, _DOS_TIME, _DOS_DATE, zlib.crc32(data), len(packed), len(data))
+        self.central[name] = (struct.pack("<IH", 0x02014B50, (3 << 8) | 20) + fields
+                              + struct.pack("<HHHHHII", len(entry), 0, 0, 0, 0, (stat.S_IFREG | FILE_MODE) << 16,
+                                            self.offset) + entry)
+        local = struct.pack("<I", 0x04034B50) + fields + struct.pack("<HH", len(entry), 0) + entry
+        self.out.write(local)
+        self.out.write(packed)
+        self.offset += len(local) + len(packed)
+
+    def close(self) -> None:
+        central = b"".join(self.central[name] for name in sorted(self.central))
+        count = len(self.central)
+        if count >= 0xFFFF or self.offset + len(central) >= 0xFFFFFFFF:
+            raise ArchiveError(f"{self.root}.zip: {count} entries, {self.offset} bytes: too many for a zip without ZIP64")
+        self.out.write(central + struct.pack("<IHHHHIIH", 0x06054B50, 0, 0, count, count, len(central), self.offset, 0))
 
 
 LEVEL = 6
@@ -94,11 +120,21 @@ def _deflate_part(data: bytes) -> bytes:
     return compressor.compress(data) + compressor.flush(zlib.Z_FULL_FLUSH)
 
 
+def find_part(data: bytes, part: bytes, start: int = 0) -> int:
+    """data.find(part, start), without preparing a search pattern of all of part (3.5 MB of mermaid
+    took 14 ms a page for that alone): its first 256 bytes are looked for, then the rest compared."""
+    head = part[:256]
+    at = data.find(head, start)
+    while at >= 0 and not data.startswith(part, at):
+        at = data.find(head, at + 1)
+    return at
+
+
 def deflate(data: bytes) -> bytes:
     """Raw deflate (zip method 8) of data; its constant parts come from their cache."""
     parts, start = [], 0
     for blob, packed in _CONSTANT.items():
-        at = data.find(blob, start)
+        at = find_part(data, blob, start) if len(data) - start >= len(blob) else -1
         if at >= 0:
             parts += [_deflate_part(data[start:at]), packed]
             start = at + len(blob)
@@ -108,18 +144,29 @@ def deflate(data: bytes) -> bytes:
 
 def check_zip(data: bytes, pack: Pack) -> None:
     """Re-read a written zip and compare it with the pack's manifest."""
-    with zipfile.ZipFile(io.BytesIO(data)) as archive:
-        names = archive.namelist()
-        expected = sorted(f"{pack.name}/{n}" for n in pack.files)
-        if names != expected:
-            raise ArchiveError(f"{pack.name}.zip: entries {names} differ from the pack's files")
-        manifest = json.loads(archive.read(f"{pack.name}/manifest.json"))
-        for name, digest in manifest["files"].items():
-            if hashlib.sha256(archive.read(f"{pack.name}/{name}")).hexdigest() != digest:
-                raise ArchiveError(f"{pack.name}.zip: {name} does not match its sha256 in the manifest")
+    for _ in checked_entries(io.BytesIO(data), pack.name, pack.files):
+        pass
+
+
+def checked_entries(source: BinaryIO | Path, root: str, names: Iterable[str]) -> Iterator[tuple[str, bytes]]:
+    """A written zip read back, entry by entry (name with its root, bytes), each checked against
+    the manifest it holds; names: the files it must hold, no more (without the root)."""
+    with zipfile.ZipFile(source) as archive:
+        found = archive.namelist()
+        expected = sorted(f"{root}/{n}" for n in names)
+        if found != expected:
+            raise ArchiveError(f"{root}.zip: entries {found} differ from the pack's files")
+        manifest = json.loads(archive.read(f"{root}/manifest.json"))
+        if sorted(manifest["files"]) != sorted(n for n in names if n != "manifest.json"):
+            raise ArchiveError(f"{root}.zip: its manifest does not list every file")
         for info in archive.infolist():
             if stat.S_ISLNK(info.external_attr >> 16):
-                raise ArchiveError(f"{pack.name}.zip: {info.filename} is a link")
+                raise ArchiveError(f"{root}.zip: {info.filename} is a link")
+            data = archive.read(info)
+            name = info.filename.split("/", 1)[1]
+            if name != "manifest.json" and hashlib.sha256(data).hexdigest() != manifest["files"][name]:
+                raise ArchiveError(f"{root}.zip: {name} does not match its sha256 in the manifest")
+            yield info.filename, data
 
 
 def recover_dir(target: Path) -> None:

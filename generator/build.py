@@ -1,6 +1,15 @@
 """The pipeline: load -> render -> leak scan -> verify -> zip -> swap build/dist -> report.
 
-Nothing under build/dist changes unless every step succeeded.
+Nothing under build/dist changes unless every step succeeded. Lesson by lesson: what a build holds
+at once is one lesson's packs, so its memory is bounded by the largest lesson, not the course.
+
+- render: each lesson x locale is rendered, leak-scanned and checked for edition drift in turn;
+  with verification, its packs go to its job folder (verify_all) and are let go of;
+- verify: every task then runs together (a Slurm build submits one job array);
+- release: each lesson is rendered again (the packs must be the ones verified: their content
+  hashes are compared), finished with its record, zipped, scanned and written to build/dist.new,
+  and added to the course bundles, which are written lesson by lesson too; build/dist.new replaces
+  build/dist once every zip is there.
 """
 
 from __future__ import annotations
@@ -13,19 +22,19 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 from generator.archive import recover_dir, replace_dir, zip_pack
 from generator.errors import CoursepackError, VerificationError
 from generator.translate import release_gate
-from generator.leaks import LeakError, fingerprints, scan_files, scan_zip
-from generator.loader import CourseContent, load_content
-from generator.pack import EDITIONS, Pack
+from generator.leaks import LeakError, fingerprints, scan_bundle, scan_files, scan_pack_zip
+from generator.loader import CourseContent, Lesson, load_content
+from generator.pack import EDITIONS, Edition, Pack
 from generator.pairing import edition_drift
 from generator.render import LessonContext, checker_data, finalize_pack, jinja_env, mistake_code, render_pack
 from generator.report import report_data, write_reports
 from generator import verify as V
-from generator.bundle import bundle_pack
+from generator.bundle import CourseBundle
 from generator.cache import BuildCache, read_json, write_json
 from generator.runners import make_runner
 from generator.resources import TEMPLATES   # built in; --templates overrides
@@ -69,33 +78,60 @@ def _stderr(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
 
-def render_all(content: CourseContent, options: BuildOptions) -> dict[tuple[str, str], dict[str, tuple[LessonContext, Pack]]]:
-    """Every pack in memory, grouped by (lesson, locale); leak-scanned."""
-    env = jinja_env(options.templates)
-    groups = {}
-    leaks = []
-    for lesson in content.published:
-        if options.lessons and lesson.spec.id not in options.lessons:
-            continue
-        for locale in content.course.locales:
-            if options.locales and locale not in options.locales:
-                continue
-            editions = {}
-            for edition in EDITIONS:
-                ctx = LessonContext(content, lesson, locale, edition)
-                editions[edition] = (ctx, render_pack(ctx, env))
-            exercise, answer = editions["exercise"][1], editions["answer"][1]
-            leaks += scan_files(exercise.files, fingerprints(lesson, locale), exercise.name)
-            leaks += edition_drift(exercise, answer, lesson, content.locales[locale], locale,
-                                   [(e.id, e.number) for e in content.course.lessons],
-                                   (checker_data(editions["exercise"][0]), checker_data(editions["answer"][0])))
-            groups[(lesson.spec.id, locale)] = editions
-    if leaks:
-        raise LeakError("answer material found in exercise packs, or editions that drifted apart:\n"
-                        + "\n".join(leaks))
-    if not groups:
+Editions = dict[Edition, tuple[LessonContext, Pack]]
+
+
+def selected(content: CourseContent, options: BuildOptions) -> list[tuple[Lesson, str]]:
+    """The lesson x locale pairs a build makes, lesson by lesson in course order."""
+    found = [(lesson, locale) for lesson in content.published
+             if not options.lessons or lesson.spec.id in options.lessons
+             for locale in content.course.locales if not options.locales or locale in options.locales]
+    if not found:
         raise CoursepackError("nothing to build: no published lesson matches the --lesson/--locale filters")
-    return groups
+    return found
+
+
+def render_lesson(content: CourseContent, lesson: Lesson, locale: str, env, page: bool = True,
+                  bundle: bool = False) -> Editions:
+    """Both editions of one lesson x locale (page, bundle: see render_pack and LessonContext)."""
+    editions = {}
+    for edition in EDITIONS:
+        ctx = LessonContext(content, lesson, locale, edition, bundle=bundle)
+        editions[edition] = (ctx, render_pack(ctx, env, page))
+    return editions
+
+
+def rendered(content: CourseContent, options: BuildOptions, env, page: bool = True
+             ) -> Iterator[tuple[Lesson, str, Editions]]:
+    """Each lesson x locale rendered and checked, one at a time: the exercise edition's leak scan
+    (page=False: left to its zip, a build that zips at once) and the pairing of the editions. The
+    problems of every lesson are raised together, as one LeakError, after the last."""
+    problems = []
+    for lesson, locale in selected(content, options):
+        editions = render_lesson(content, lesson, locale, env, page)
+        (ctx_e, exercise), (ctx_a, answer) = editions["exercise"], editions["answer"]
+        if page:
+            problems += scan_files(exercise.files, fingerprints(lesson, locale), exercise.name)
+        problems += edition_drift(exercise, answer, lesson, content.locales[locale], locale, _neighbours(content, lesson),
+                                  (checker_data(ctx_e), checker_data(ctx_a)))
+        yield lesson, locale, editions
+    if problems:
+        raise LeakError("answer material found in exercise packs, or editions that drifted apart:\n"
+                        + "\n".join(problems))
+
+
+def _neighbours(content: CourseContent, lesson: Lesson) -> list[tuple[str, int]]:
+    """The lesson and those before and after it, (id, number): the lessons its navigation names."""
+    entries = content.course.lessons
+    at = next(i for i, entry in enumerate(entries) if entry.id == lesson.spec.id)
+    return [(entry.id, entry.number) for entry in entries[max(at - 1, 0):at + 2]]
+
+
+def render_all(content: CourseContent, options: BuildOptions) -> dict[tuple[str, str], Editions]:
+    """Every pack in memory, grouped by (lesson, locale); leak-scanned (for tests and tools: a build
+    renders lesson by lesson)."""
+    env = jinja_env(options.templates)
+    return {(lesson.spec.id, locale): editions for lesson, locale, editions in rendered(content, options, env)}
 
 
 def inputs_digest(options: BuildOptions, runner_stamp: str) -> str:
@@ -139,11 +175,16 @@ def _up_to_date(options: BuildOptions, digest: str) -> dict | None:
     dist = options.out / "dist"
     for name, sha in last["zips"].items():
         path = dist / name
-        if not path.is_file() or hashlib.sha256(path.read_bytes()).hexdigest() != sha:
+        if not path.is_file() or _sha256(path) != sha:
             return None
     if sorted(p.name for p in dist.iterdir()) != sorted(last["zips"]):
         return None
     return last
+
+
+def _sha256(path: Path) -> str:
+    with path.open("rb") as file:
+        return hashlib.file_digest(file, "sha256").hexdigest()
 
 
 def build(options: BuildOptions, progress: Progress = _stderr) -> BuildResult:
@@ -180,69 +221,83 @@ def _build(options: BuildOptions, progress: Progress, started: float) -> BuildRe
     result.fallbacks = release_gate(content)
     for item in result.fallbacks:
         progress(f"note   {item['file']}: {item['unit']} is {item['kind']}; shown with a marker")
-    groups = render_all(content, options)
-    progress(f"render {sum(len(g) for g in groups.values())} packs ({len(groups)} lesson x locale)")
     out = options.out
-    records = _verify_groups(groups, runner, options, out, result, progress) if runner else {}
+    env = jinja_env(options.templates)
+    count = len(selected(content, options))
+    progress(f"render {count * len(EDITIONS)} packs ({count} lesson x locale), lesson by lesson")
+    records, hashes = {}, None
+    if runner:
+        hashes = {}
+        records = _verify(content, options, env, runner, out, result, progress, hashes)
+        if result.failed:
+            result.seconds = time.monotonic() - started
+            write_reports(out, options, result)
+            raise VerificationError("verification failed; build/dist was left as it was:\n" + "\n".join(result.failed))
     staging = out / "dist.new"
     V.clear(staging)
     staging.mkdir()
-    env = jinja_env(options.templates)
-    leaks = []
-    finals = []
-    for (lesson_id, locale), editions in groups.items():
-        for edition, (ctx, pack) in editions.items():
-            finals.append((ctx, finalize_pack(ctx, env, pack, records.get((lesson_id, locale)))))
-    if not options.lessons:   # a course bundle holds every published lesson, so only a full build makes one
-        finals += _bundles(content, groups, records, env)
-    for ctx, final in finals:
-        data = zip_pack(final)
-        if final.edition == "exercise":
-            leaks += _scan_exercise(content, ctx, final, data)
-        (staging / f"{final.name}.zip").write_bytes(data)
-        result.zips[f"{final.name}.zip"] = hashlib.sha256(data).hexdigest()
-    if leaks:
+    try:
+        _release(content, options, env, records, hashes, staging, result)
+    except BaseException:
         V.clear(staging)
-        raise LeakError("answer material found in exercise zips:\n" + "\n".join(leaks))
+        raise
     result.seconds = time.monotonic() - started
-    if result.failed:
-        V.clear(staging)
-        write_reports(out, options, result)
-        raise VerificationError("verification failed; build/dist was left as it was:\n" + "\n".join(result.failed))
     replace_dir(staging, out / "dist")
     write_reports(out, options, result)
     progress(f"done   {len(result.zips)} zips in {out / 'dist'} ({result.seconds:.1f} s); report: {out / 'report.md'}")
     return result
 
 
-def _scan_exercise(content: CourseContent, ctx: LessonContext | None, final: Pack, data: bytes) -> list[str]:
-    """A lesson's exercise files against that lesson's answer material (a bundle: each folder against
-    its own lesson's; another lesson's answer may share a phrase with this one's prose)."""
-    if ctx is not None:
-        return scan_zip(data, fingerprints(ctx.lesson, final.locale), final.name + ".zip")
-    found = []
-    for lesson in content.published:
-        prints = fingerprints(lesson, final.locale)
-        prefix = lesson.spec.id + "/"
-        files = {name: body for name, body in final.files.items() if name.startswith(prefix) or "/" not in name}
-        found += scan_files(files, prints, final.name + ".zip")
-    return found
+def _release(content: CourseContent, options: BuildOptions, env, records: dict, hashes: dict | None,
+             staging: Path, result: BuildResult) -> None:
+    """Every zip into staging, lesson by lesson; the course bundles as they go (a full build only: a
+    bundle holds every published lesson). hashes: the verified packs' content hashes, or None
+    (--no-verify: each lesson is rendered once, checked and zipped at once)."""
+    lessons = rendered(content, options, env, page=False) if hashes is None else _again(content, options, env, hashes)
+    locales = list(dict.fromkeys(locale for _, locale in selected(content, options)))
+    bundles = {} if options.lessons else {(locale, edition): CourseBundle(content, locale, edition, env, staging)
+                                          for locale in locales for edition in EDITIONS}
+    prints: dict[str, dict[str, list]] = {locale: {} for locale in locales}   # for the bundles' leak scans
+    leaks = []
+    try:
+        for lesson, locale, editions in lessons:
+            record = records.get((lesson.spec.id, locale))
+            prints[locale][lesson.spec.id] = fingerprints(lesson, locale)
+            for edition, (ctx, pack) in editions.items():
+                final = finalize_pack(ctx, env, pack, record)
+                data = zip_pack(final)
+                if edition == "exercise":
+                    leaks += scan_pack_zip(final, data, prints[locale][lesson.spec.id], final.name + ".zip")
+                (staging / f"{final.name}.zip").write_bytes(data)
+                result.zips[f"{final.name}.zip"] = hashlib.sha256(data).hexdigest()
+            if bundles:
+                for edition, (ctx, pack) in render_lesson(content, lesson, locale, env, bundle=True).items():
+                    bundles[(locale, edition)].add(finalize_pack(ctx, env, pack, record), record is not None)
+        for (locale, edition), bundle in bundles.items():
+            entries = bundle.finish()   # read back and checked as it is scanned
+            label = f"{bundle.name}.zip"
+            if edition == "exercise":
+                leaks += scan_bundle(bundle.path, entries, prints[locale], label)
+            else:
+                for _ in entries:
+                    pass
+            result.zips[label] = _sha256(bundle.path)
+    finally:
+        for bundle in bundles.values():
+            bundle.close()
+    if leaks:
+        raise LeakError("answer material found in exercise zips:\n" + "\n".join(leaks))
 
 
-def _bundles(content: CourseContent, groups, records: dict, env) -> list[tuple[None, Pack]]:
-    """Per locale and edition, every published lesson rendered with working links between them."""
-    bundles = []
-    locales = sorted({locale for _, locale in groups}, key=list(content.course.locales).index)
-    for locale in locales:
-        for edition in EDITIONS:
-            lessons, verified = {}, {}
-            for lesson in content.published:
-                ctx = LessonContext(content, lesson, locale, edition, bundle=True)
-                record = records.get((lesson.spec.id, locale))
-                lessons[lesson.spec.id] = finalize_pack(ctx, env, render_pack(ctx, env), record)
-                verified[lesson.spec.id] = "verified" if record else "NOT VERIFIED"
-            bundles.append((None, bundle_pack(content, locale, edition, lessons, env, verified)))
-    return bundles
+def _again(content: CourseContent, options: BuildOptions, env, hashes: dict) -> Iterator[tuple[Lesson, str, Editions]]:
+    """Each lesson x locale rendered again for its release: the packs that were verified, or an error."""
+    for lesson, locale in selected(content, options):
+        editions = render_lesson(content, lesson, locale, env, page=False)
+        for edition, (ctx, pack) in editions.items():
+            if pack.content_hash() != hashes[(lesson.spec.id, locale, edition)]:
+                raise CoursepackError(f"{pack.name}: rendered again for its zip, it differs from the pack that was verified"
+                                      " (a template or the content changed during the build?); nothing was released")
+        yield lesson, locale, editions
 
 
 def _runner(options: BuildOptions, progress: Progress):
@@ -253,18 +308,28 @@ def _runner(options: BuildOptions, progress: Progress):
     return runner
 
 
-def _verify_groups(groups, runner, options: BuildOptions, out: Path, result: BuildResult, progress: Progress) -> dict:
+def _verify(content: CourseContent, options: BuildOptions, env, runner, out: Path, result: BuildResult,
+            progress: Progress, hashes: dict) -> dict:
+    """Every lesson rendered and checked in turn, its packs handed to verify_all (which writes them to
+    the lesson's job folder and lets go of them); then every task together. hashes: filled with
+    each pack's content hash, (lesson, locale, edition) -> hash, for the release to compare."""
     cache = BuildCache(out)
     info = runner.probe(out, cache.probes / f"{runner.kind}.json")
     runner.check_usable(info)
     progress(f"verify on {runner.label}: {info['device']} · torch {info['torch']} · triton {info['triton']}")
-    pairs = []
-    for (lesson_id, locale), editions in groups.items():
-        ctx = editions["answer"][0]
-        mistakes = [(m, mistake_code(ctx, m)) for m in ctx.lesson.spec.checks.mistakes]
-        pairs.append(V.PackPair(lesson_id, locale, ctx.lesson.spec, editions["exercise"][1], editions["answer"][1],
-                                mistakes, options.notebook))
-    outcome = V.verify_all(pairs, runner, info, cache, out / "work", options.jobs, progress)
+
+    def pairs() -> Iterator[V.PackPair]:
+        for lesson, locale, editions in rendered(content, options, env):
+            ctx = editions["answer"][0]
+            packs = {}
+            for edition, (_, pack) in editions.items():   # the page is not verified: it stays out of the job folder
+                packs[edition] = Pack(pack.lesson_id, pack.locale, pack.edition, pack.verified_files())
+                hashes[(lesson.spec.id, locale, edition)] = packs[edition].content_hash()
+            mistakes = [(m, mistake_code(ctx, m)) for m in lesson.spec.checks.mistakes]
+            yield V.PackPair(lesson.spec.id, locale, lesson.spec, packs["exercise"], packs["answer"], mistakes,
+                             options.notebook)
+
+    outcome = V.verify_all(pairs(), runner, info, cache, out / "work", options.jobs, progress)
     result.verification = {f"{k[0]}/{k[1]}": r for k, r in outcome.records.items()}
     result.cached, result.disagreements = outcome.cached, outcome.disagreements
     result.failed += outcome.failed
@@ -289,8 +354,7 @@ def verify_only(options: BuildOptions, progress: Progress = _stderr) -> dict:
     options.out.mkdir(parents=True, exist_ok=True)
     runner = _runner(options, progress)
     content = load_content(options.content)
-    groups = render_all(content, options)
-    _verify_groups(groups, runner, options, options.out, result, progress)
+    _verify(content, options, jinja_env(options.templates), runner, options.out, result, progress, {})
     result.seconds = time.monotonic() - started
     write_reports(options.out, options, result)
     return report_data(options, result) | {"report": str(options.out / "report.md")}
