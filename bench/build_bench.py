@@ -5,9 +5,12 @@
 
 - build s: the build's own time (report.json: from the command's start of work to its report);
   ms/pack is that over the lesson packs (the course bundles' work is counted in it too);
-- CPU s: the build process's user and system time, the whole command (less sensitive than the
-  wall time to other work on the machine);
-- peak MiB: the build process's peak resident memory (its rusage, read by the parent);
+- CPU s: user and system time of the whole command and of the processes it forks to release
+  lessons in parallel (-j, by default one per CPU; less sensitive than the wall time to other work
+  on the machine);
+- peak MiB: the build process's own peak resident memory (its rusage); all MiB: the peak of the
+  proportional memory (PSS) of it and its workers together, sampled every 0.1 s (the pages they
+  share counted once);
 - bundle MB: the largest course bundle (the answer edition of the first locale);
 - no-op s: the same command again with nothing changed, as a whole process.
 
@@ -33,6 +36,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -108,19 +112,47 @@ def _command(root: Path) -> list[str]:
             "--templates", str(root / "templates"), "--out", str(root / "build"), "--no-verify"]
 
 
-def _run(args: list[str], env: dict) -> tuple[float, float, float]:
-    """(wall seconds, CPU seconds, peak resident MiB) of one command, run in a fresh process."""
+def _tree_pss(pid: int) -> int:
+    """Proportional set size of a process and its descendants, in KiB (pages they share, such as
+    those of forked workers, are counted once in all)."""
+    total, todo = 0, [pid]
+    while todo:
+        current = todo.pop()
+        try:
+            rollup = Path(f"/proc/{current}/smaps_rollup").read_text()
+            total += int(next(line.split()[1] for line in rollup.splitlines() if line.startswith("Pss:")))
+            for task in Path(f"/proc/{current}/task").iterdir():
+                todo += [int(child) for child in (task / "children").read_text().split()]
+        except (OSError, StopIteration, ValueError):   # gone meanwhile
+            continue
+    return total
+
+
+def _run(args: list[str], env: dict) -> tuple[float, float, float, float]:
+    """(wall seconds, CPU seconds, peak resident MiB of the process, peak MiB of it and its workers)
+    of one command, run in a fresh process. The CPU time includes the workers' (the build waits for
+    them); the last figure is sampled every 0.1 s where /proc has smaps_rollup (Linux), else 0."""
     with tempfile.TemporaryFile() as output:
         start = time.perf_counter()
         process = subprocess.Popen(args, env=env, stdout=output, stderr=output)
+        tree, done = [0], threading.Event()
+
+        def sample() -> None:
+            while not done.wait(0.1):
+                tree[0] = max(tree[0], _tree_pss(process.pid))
+
+        sampler = threading.Thread(target=sample, daemon=True)
+        sampler.start()
         _, status_, usage = os.wait4(process.pid, 0)
         wall = time.perf_counter() - start
+        done.set()
+        sampler.join()
         process.returncode = os.waitstatus_to_exitcode(status_)
         if process.returncode != 0:
             output.seek(0)
             raise CoursepackError(f"{' '.join(args[:4])} ... exited with {process.returncode}:\n"
                                   f"{output.read().decode(errors='replace').strip()[-3000:]}")
-    return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024
+    return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, tree[0] / 1024
 
 
 def run(n: int, repeat: int = 1) -> dict:
@@ -131,13 +163,14 @@ def run(n: int, repeat: int = 1) -> dict:
         rows = []
         for _ in range(repeat):
             shutil.rmtree(root / "build", ignore_errors=True)
-            wall, cpu, peak = _run(_command(root), env)
+            wall, cpu, peak, tree = _run(_command(root), env)
             report = json.loads((root / "build" / "report.json").read_text(encoding="utf-8"))
-            noop, _, _ = _run(_command(root), env)
+            noop, _, _, _ = _run(_command(root), env)
             dist = root / "build" / "dist"
             packs = sum(1 for name in report["zips"] if name.startswith("lesson"))
             bundles = [p.stat().st_size for p in dist.glob("*.zip") if not p.name.startswith("lesson")]
-            rows.append({"wall_s": wall, "build_s": report["seconds"], "cpu_s": cpu, "peak_mib": peak, "noop_s": noop,
+            rows.append({"wall_s": wall, "build_s": report["seconds"], "cpu_s": cpu, "peak_mib": peak, "tree_mib": tree,
+                         "noop_s": noop,
                          "packs": packs, "bundle_mb": max(bundles, default=0) / 1e6})
         median = {key: statistics.median(r[key] for r in rows) for key in rows[0]}
         return median | {"n": n, "packs": rows[0]["packs"], "ms_per_pack": median["build_s"] / rows[0]["packs"] * 1000,
@@ -164,7 +197,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     print(f"build scaling on {os.cpu_count()} CPUs, Python {sys.version.split()[0]} (packs built with --no-verify"
           f"{f'; medians of {args.repeat} builds' if args.repeat > 1 else ''})")
-    print(f"{'lessons':>8} {'packs':>6} {'build s':>9} {'ms/pack':>8} {'CPU s':>8} {'peak MiB':>9} {'bundle MB':>10} {'no-op s':>8}")
+    print(f"{'lessons':>8} {'packs':>6} {'build s':>9} {'ms/pack':>8} {'CPU s':>8} {'peak MiB':>9} {'all MiB':>8} "
+          f"{'bundle MB':>10} {'no-op s':>8}")
     for n in args.n:
         try:
             r = run(n, args.repeat)
@@ -172,6 +206,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"build_bench: error: N = {n}: {exc}", file=sys.stderr)
             return 1
         print(f"{r['n']:>8} {r['packs']:>6} {r['build_s']:>9.2f} {r['ms_per_pack']:>8.1f} {r['cpu_s']:>8.2f} {r['peak_mib']:>9.0f} "
+              f"{r['tree_mib']:>8.0f} "
               f"{r['bundle_mb']:>10.2f} {r['noop_s']:>8.2f}", flush=True)
     return 0
 

@@ -12,6 +12,7 @@ import stat
 import struct
 import zipfile
 import zlib
+from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO, Iterable, Iterator
 
@@ -65,6 +66,20 @@ def _zip(pack: Pack) -> bytes:
     return data
 
 
+@dataclass(frozen=True)
+class Entry:
+    """A file deflated for a zip (deflated where it is made: a build's worker process)."""
+
+    name: str        # in the pack, without its root
+    packed: bytes    # raw deflate (zip method 8)
+    crc: int
+    size: int
+
+    @classmethod
+    def of(cls, name: str, data: bytes) -> "Entry":
+        return cls(safe_entry(name), deflate(data), zlib.crc32(data), len(data))
+
+
 class ZipWriter:
     """A zip written entry by entry to a binary file, by this module rather than by zipfile, so
     that a large constant part of a file (the vendored mermaid in every page) is deflated once per
@@ -77,21 +92,23 @@ class ZipWriter:
         self.central: dict[str, bytes] = {}   # name in the pack -> its central directory record
 
     def add(self, name: str, data: bytes) -> None:
-        entry = f"{self.root}/{safe_entry(name)}".encode("utf-8")
-        if name in self.central:
-            raise ArchiveError(f"{self.root}.zip: {name} added twice")
-        packed = deflate(data)
-        if max(len(data), len(packed), self.offset) >= 0xFFFFFFFF:
-            raise ArchiveError(f"{self.root}.zip: {name} is too large for a zip without ZIP64")
+        self.write(Entry.of(name, data))
+
+    def write(self, item: Entry) -> None:
+        entry = f"{self.root}/{item.name}".encode("utf-8")
+        if item.name in self.central:
+            raise ArchiveError(f"{self.root}.zip: {item.name} added twice")
+        if max(item.size, len(item.packed), self.offset) >= 0xFFFFFFFF:
+            raise ArchiveError(f"{self.root}.zip: {item.name} is too large for a zip without ZIP64")
         flags = 0x800 if not entry.isascii() else 0   # bit 11: the name is UTF-8
-        fields = struct.pack("<HHHHHIII", 20, flags, 8, _DOS_TIME, _DOS_DATE, zlib.crc32(data), len(packed), len(data))
-        self.central[name] = (struct.pack("<IH", 0x02014B50, (3 << 8) | 20) + fields
-                              + struct.pack("<HHHHHII", len(entry), 0, 0, 0, 0, (stat.S_IFREG | FILE_MODE) << 16,
-                                            self.offset) + entry)
+        fields = struct.pack("<HHHHHIII", 20, flags, 8, _DOS_TIME, _DOS_DATE, item.crc, len(item.packed), item.size)
+        self.central[item.name] = (struct.pack("<IH", 0x02014B50, (3 << 8) | 20) + fields
+                                   + struct.pack("<HHHHHII", len(entry), 0, 0, 0, 0, (stat.S_IFREG | FILE_MODE) << 16,
+                                                 self.offset) + entry)
         local = struct.pack("<I", 0x04034B50) + fields + struct.pack("<HH", len(entry), 0) + entry
         self.out.write(local)
-        self.out.write(packed)
-        self.offset += len(local) + len(packed)
+        self.out.write(item.packed)
+        self.offset += len(local) + len(item.packed)
 
     def close(self) -> None:
         central = b"".join(self.central[name] for name in sorted(self.central))
@@ -107,9 +124,13 @@ _CONSTANT: dict[bytes, bytes] = {}   # large byte strings found in many files ->
 
 def constant_part(data: bytes) -> bytes:
     """Declare data (at least 64 KiB) a part that many files contain whole: deflate() then reuses
-    its compressed form. Returns data."""
+    its compressed form, and a zip read back for checking inflates the rest of such a file only.
+    Returns data."""
     if len(data) >= 1 << 16 and data not in _CONSTANT:
-        _CONSTANT[data] = _deflate_part(data)
+        packed = _deflate_part(data)
+        if zlib.decompressobj(-15).decompress(packed) != data:   # checked once, here
+            raise ArchiveError("a constant part does not inflate back to itself")
+        _CONSTANT[data] = packed
     return data
 
 
@@ -162,11 +183,38 @@ def checked_entries(source: BinaryIO | Path, root: str, names: Iterable[str]) ->
         for info in archive.infolist():
             if stat.S_ISLNK(info.external_attr >> 16):
                 raise ArchiveError(f"{root}.zip: {info.filename} is a link")
-            data = archive.read(info)
+            data = _read(archive, info)
             name = info.filename.split("/", 1)[1]
             if name != "manifest.json" and hashlib.sha256(data).hexdigest() != manifest["files"][name]:
                 raise ArchiveError(f"{root}.zip: {name} does not match its sha256 in the manifest")
             yield info.filename, data
+
+
+def _read(archive: zipfile.ZipFile, info: zipfile.ZipInfo) -> bytes:
+    """An entry's bytes, its CRC and size checked. An entry that holds a constant part (3.5 MB of
+    mermaid in a page) is inflated around it: deflate() wrote the part from a fresh state, byte-
+    aligned, and what follows from a fresh state too, so each side inflates on its own and the
+    part is the bytes it was checked to inflate to (constant_part)."""
+    if info.compress_type != zipfile.ZIP_DEFLATED or info.file_size < 1 << 16:
+        return archive.read(info)
+    archive.fp.seek(info.header_offset)
+    header = archive.fp.read(30)
+    if header[:4] != b"PK\x03\x04":
+        raise ArchiveError(f"{info.filename}: no local header at its offset")
+    archive.fp.seek(info.header_offset + 30 + sum(struct.unpack("<HH", header[26:30])))
+    raw = archive.fp.read(info.compress_size)
+    for blob, packed in _CONSTANT.items():
+        at = find_part(raw, packed)
+        if at >= 0:
+            try:
+                data = (zlib.decompressobj(-15).decompress(raw[:at]) + blob
+                        + zlib.decompress(raw[at + len(packed):], -15))
+            except zlib.error as exc:
+                raise ArchiveError(f"{info.filename}: does not inflate: {exc}") from exc
+            if len(data) != info.file_size or zlib.crc32(data) != info.CRC:
+                raise ArchiveError(f"{info.filename}: its size or CRC differs from its header")
+            return data
+    return archive.read(info)
 
 
 def recover_dir(target: Path) -> None:

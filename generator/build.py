@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import multiprocessing
 import os
 import shutil
 import sys
@@ -34,7 +35,7 @@ from generator.pairing import edition_drift
 from generator.render import LessonContext, checker_data, finalize_pack, jinja_env, mistake_code, render_pack
 from generator.report import report_data, write_reports
 from generator import verify as V
-from generator.bundle import CourseBundle
+from generator.bundle import CourseBundle, LessonFolder, lesson_folder
 from generator.cache import BuildCache, read_json, write_json
 from generator.runners import make_runner
 from generator.resources import TEMPLATES   # built in; --templates overrides
@@ -101,23 +102,32 @@ def render_lesson(content: CourseContent, lesson: Lesson, locale: str, env, page
     return editions
 
 
-def rendered(content: CourseContent, options: BuildOptions, env, page: bool = True
-             ) -> Iterator[tuple[Lesson, str, Editions]]:
-    """Each lesson x locale rendered and checked, one at a time: the exercise edition's leak scan
-    (page=False: left to its zip, a build that zips at once) and the pairing of the editions. The
-    problems of every lesson are raised together, as one LeakError, after the last."""
+def checked_lesson(content: CourseContent, lesson: Lesson, locale: str, env, page: bool = True
+                   ) -> tuple[Editions, list[str]]:
+    """One lesson x locale rendered and checked: the exercise edition's leak scan (page=False: left
+    to its zip, in a build that zips at once) and the pairing of the editions. Returns the packs
+    and the problems found."""
+    editions = render_lesson(content, lesson, locale, env, page)
+    (ctx_e, exercise), (ctx_a, answer) = editions["exercise"], editions["answer"]
+    problems = scan_files(exercise.files, fingerprints(lesson, locale), exercise.name) if page else []
+    problems += edition_drift(exercise, answer, lesson, content.locales[locale], locale, _neighbours(content, lesson),
+                              (checker_data(ctx_e), checker_data(ctx_a)))
+    return editions, problems
+
+
+def rendered(content: CourseContent, options: BuildOptions, env) -> Iterator[tuple[Lesson, str, Editions]]:
+    """Each lesson x locale rendered and checked (checked_lesson), one at a time. The problems of
+    every lesson are raised together, as one LeakError, after the last."""
     problems = []
     for lesson, locale in selected(content, options):
-        editions = render_lesson(content, lesson, locale, env, page)
-        (ctx_e, exercise), (ctx_a, answer) = editions["exercise"], editions["answer"]
-        if page:
-            problems += scan_files(exercise.files, fingerprints(lesson, locale), exercise.name)
-        problems += edition_drift(exercise, answer, lesson, content.locales[locale], locale, _neighbours(content, lesson),
-                                  (checker_data(ctx_e), checker_data(ctx_a)))
+        editions, found = checked_lesson(content, lesson, locale, env)
+        problems += found
         yield lesson, locale, editions
     if problems:
-        raise LeakError("answer material found in exercise packs, or editions that drifted apart:\n"
-                        + "\n".join(problems))
+        raise LeakError(LEAKS + "\n".join(problems))
+
+
+LEAKS = "answer material found in exercise packs, or editions that drifted apart:\n"
 
 
 def _neighbours(content: CourseContent, lesson: Lesson) -> list[tuple[str, int]]:
@@ -250,34 +260,34 @@ def _build(options: BuildOptions, progress: Progress, started: float) -> BuildRe
 
 def _release(content: CourseContent, options: BuildOptions, env, records: dict, hashes: dict | None,
              staging: Path, result: BuildResult) -> None:
-    """Every zip into staging, lesson by lesson; the course bundles as they go (a full build only: a
-    bundle holds every published lesson). hashes: the verified packs' content hashes, or None
-    (--no-verify: each lesson is rendered once, checked and zipped at once)."""
-    lessons = rendered(content, options, env, page=False) if hashes is None else _again(content, options, env, hashes)
-    locales = list(dict.fromkeys(locale for _, locale in selected(content, options)))
+    """Every zip into staging, lesson by lesson (_release_lesson, in options.jobs processes); the
+    course bundles as the lessons come back, in course order (a full build only: a bundle holds
+    every published lesson). hashes: the verified packs' content hashes, or None (--no-verify: each
+    lesson is rendered once, checked and zipped at once)."""
+    items = selected(content, options)
+    locales = list(dict.fromkeys(locale for _, locale in items))
     bundles = {} if options.lessons else {(locale, edition): CourseBundle(content, locale, edition, env, staging)
                                           for locale in locales for edition in EDITIONS}
     prints: dict[str, dict[str, list]] = {locale: {} for locale in locales}   # for the bundles' leak scans
-    leaks = []
+    problems = []
+
+    def release(index: int) -> _Released:
+        lesson, locale = items[index]
+        return _release_lesson(content, env, lesson, locale, records.get((lesson.spec.id, locale)), hashes,
+                               staging, bool(bundles))
+
     try:
-        for lesson, locale, editions in lessons:
-            record = records.get((lesson.spec.id, locale))
-            prints[locale][lesson.spec.id] = fingerprints(lesson, locale)
-            for edition, (ctx, pack) in editions.items():
-                final = finalize_pack(ctx, env, pack, record)
-                data = zip_pack(final)
-                if edition == "exercise":
-                    leaks += scan_pack_zip(final, data, prints[locale][lesson.spec.id], final.name + ".zip")
-                (staging / f"{final.name}.zip").write_bytes(data)
-                result.zips[f"{final.name}.zip"] = hashlib.sha256(data).hexdigest()
-            if bundles:
-                for edition, (ctx, pack) in render_lesson(content, lesson, locale, env, bundle=True).items():
-                    bundles[(locale, edition)].add(finalize_pack(ctx, env, pack, record), record is not None)
+        for (lesson, locale), done in zip(items, in_processes(release, len(items), options.jobs)):
+            result.zips.update(done.zips)
+            problems += done.problems
+            prints[locale][lesson.spec.id] = done.prints
+            for edition, folder in done.folders.items():
+                bundles[(locale, edition)].add(folder)
         for (locale, edition), bundle in bundles.items():
             entries = bundle.finish()   # read back and checked as it is scanned
             label = f"{bundle.name}.zip"
             if edition == "exercise":
-                leaks += scan_bundle(bundle.path, entries, prints[locale], label)
+                problems += scan_bundle(bundle.path, entries, prints[locale], label)
             else:
                 for _ in entries:
                     pass
@@ -285,19 +295,68 @@ def _release(content: CourseContent, options: BuildOptions, env, records: dict, 
     finally:
         for bundle in bundles.values():
             bundle.close()
-    if leaks:
-        raise LeakError("answer material found in exercise zips:\n" + "\n".join(leaks))
+    if problems:
+        raise LeakError(LEAKS + "\n".join(problems))
 
 
-def _again(content: CourseContent, options: BuildOptions, env, hashes: dict) -> Iterator[tuple[Lesson, str, Editions]]:
-    """Each lesson x locale rendered again for its release: the packs that were verified, or an error."""
-    for lesson, locale in selected(content, options):
-        editions = render_lesson(content, lesson, locale, env, page=False)
-        for edition, (ctx, pack) in editions.items():
+@dataclass
+class _Released:
+    """A lesson x locale released: its zips are in the staging folder; this is what is left of it."""
+
+    zips: dict[str, str]                  # zip name -> sha256
+    problems: list[str]                   # leaks and drift found
+    prints: list                          # the lesson's answer material (leaks.Fingerprint), for its bundle
+    folders: dict[str, LessonFolder]      # by edition: its folder in the course bundles, deflated
+
+
+def _release_lesson(content: CourseContent, env, lesson: Lesson, locale: str, record: dict | None,
+                    hashes: dict | None, staging: Path, bundles: bool) -> _Released:
+    if hashes is None:
+        editions, problems = checked_lesson(content, lesson, locale, env, page=False)
+    else:   # rendered again for its zips: the packs that were verified, or an error
+        editions, problems = render_lesson(content, lesson, locale, env, page=False), []
+        for edition, (_, pack) in editions.items():
             if pack.content_hash() != hashes[(lesson.spec.id, locale, edition)]:
-                raise CoursepackError(f"{pack.name}: rendered again for its zip, it differs from the pack that was verified"
-                                      " (a template or the content changed during the build?); nothing was released")
-        yield lesson, locale, editions
+                raise CoursepackError(f"{pack.name}: rendered again for its zip, it differs from the pack that was "
+                                      "verified (a template or the content changed during the build?); nothing was released")
+    prints = fingerprints(lesson, locale)
+    zips = {}
+    for edition, (ctx, pack) in editions.items():
+        final = finalize_pack(ctx, env, pack, record)
+        data = zip_pack(final)
+        if edition == "exercise":
+            problems += scan_pack_zip(final, data, prints, final.name + ".zip")
+        (staging / f"{final.name}.zip").write_bytes(data)
+        zips[f"{final.name}.zip"] = hashlib.sha256(data).hexdigest()
+    folders = {}
+    if bundles:
+        for edition, (ctx, pack) in render_lesson(content, lesson, locale, env, bundle=True).items():
+            folders[edition] = lesson_folder(finalize_pack(ctx, env, pack, record), record is not None)
+    return _Released(zips, problems, prints, folders)
+
+
+_WORK: Callable[[int], Any] | None = None   # what in_processes' workers call (they inherit it when forked)
+
+
+def _work(index: int) -> Any:
+    return _WORK(index)
+
+
+def in_processes(work: Callable[[int], Any], count: int, jobs: int) -> Iterator[Any]:
+    """work(0), work(1), ... work(count - 1), in order, done by up to `jobs` processes forked from
+    this one (they share what it has loaded; each result comes back pickled, so it should be small).
+    In this process where there is one job or one item, or no fork (not Linux or macOS)."""
+    global _WORK
+    jobs = min(jobs, count)
+    if jobs < 2 or "fork" not in multiprocessing.get_all_start_methods():
+        yield from map(work, range(count))
+        return
+    _WORK = work
+    try:
+        with multiprocessing.get_context("fork").Pool(jobs) as pool:
+            yield from pool.imap(_work, range(count))
+    finally:
+        _WORK = None
 
 
 def _runner(options: BuildOptions, progress: Progress):

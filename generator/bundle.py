@@ -8,12 +8,13 @@ mermaid, MERMAID_FILE at its root, instead of inlining it once per lesson."""
 from __future__ import annotations
 
 import hashlib
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
 import jinja2
 
-from generator.archive import ZipWriter, checked_entries
+from generator.archive import Entry, ZipWriter, checked_entries
 from generator.html import MERMAID_FILE, lesson_html, loads_shared_mermaid, mermaid_file, page_labels
 from generator.loader import CourseContent
 from generator.markdown import check_markdown
@@ -33,9 +34,26 @@ def index_markdown(content: CourseContent, locale: str, edition: Edition, env: j
         ui=ui, lessons=lessons, edition_name=ui.pack.edition_answer if edition == "answer" else ui.pack.edition_exercise)
 
 
+@dataclass(frozen=True)
+class LessonFolder:
+    """One lesson's final pack, rendered for the bundle, deflated for its zip: what a build's worker
+    hands to the process that writes the bundle."""
+
+    lesson_id: str
+    entries: list[tuple[Entry, str]]   # each file deflated, with its sha256
+    verified: bool
+    shared: bool                       # its page loads the bundle's mermaid
+
+
+def lesson_folder(pack: Pack, verified: bool) -> LessonFolder:
+    return LessonFolder(pack.lesson_id, [(Entry.of(f"{pack.lesson_id}/{name}", pack.files[name]),
+                                          hashlib.sha256(pack.files[name]).hexdigest()) for name in sorted(pack.files)],
+                        verified, loads_shared_mermaid(pack.files.get("lesson.html", b"")))
+
+
 class CourseBundle:
     """One locale and edition of the course, written to folder/<name>.zip: add() each published
-    lesson's final pack (rendered for the bundle) in course order, then finish()."""
+    lesson's folder (lesson_folder) in course order, then finish()."""
 
     def __init__(self, content: CourseContent, locale: str, edition: Edition, env: jinja2.Environment, folder: Path):
         self.content, self.env = content, env
@@ -51,11 +69,12 @@ class CourseBundle:
     def name(self) -> str:
         return self.header.name
 
-    def add(self, pack: Pack, verified: bool) -> None:
-        for name in sorted(pack.files):
-            self._add(f"{pack.lesson_id}/{name}", pack.files[name])
-        self.shared |= loads_shared_mermaid(pack.files.get("lesson.html", b""))
-        self.verified[pack.lesson_id] = "verified" if verified else "NOT VERIFIED"
+    def add(self, folder: LessonFolder) -> None:
+        for entry, digest in folder.entries:
+            self.zip.write(entry)
+            self.digests[entry.name] = digest
+        self.shared |= folder.shared
+        self.verified[folder.lesson_id] = "verified" if folder.verified else "NOT VERIFIED"
 
     def _add(self, name: str, data: bytes) -> None:
         self.zip.add(name, data)

@@ -89,24 +89,25 @@ _SCANNED: dict[tuple, list[tuple[str, str]]] = {}
 
 def _scan_file(name: str, data: bytes, prints: tuple[Fingerprint, ...]) -> list[tuple[str, str]]:
     """(view, source of the first fingerprint found in it) for each view of one file that leaks.
-    Kept by content in this process: a build scans most exercise files twice, once rendered and
-    once from the zip."""
-    if name.endswith((".html", ".js")):   # the vendored mermaid is pinned by its sha256: not lesson material
+    Kept by content and kind in this process: a build scans the same file in a lesson's zip, in
+    its course bundle and, before verification, rendered."""
+    kind = next((suffix for suffix in (".ipynb", ".html", ".js") if name.endswith(suffix)), "")
+    if kind in (".html", ".js"):   # the vendored mermaid is pinned by its sha256: not lesson material
         data = strip_vendored(data)
-    key = (name, hashlib.sha256(data).digest(), prints)
+    key = (kind, hashlib.sha256(data).digest(), prints)
     if key not in _SCANNED:
         if len(_SCANNED) > 4096:
             _SCANNED.clear()
-        _SCANNED[key] = _first_hits(name, data, prints)
-    return _SCANNED[key]
+        _SCANNED[key] = _first_hits(kind, data, prints)
+    return [(name + view, source) for view, source in _SCANNED[key]]
 
 
-def _first_hits(name: str, data: bytes, prints: tuple[Fingerprint, ...]) -> list[tuple[str, str]]:
+def _first_hits(kind: str, data: bytes, prints: tuple[Fingerprint, ...]) -> list[tuple[str, str]]:
     hits = []
-    for where, haystack in _views(name, data):
+    for view, haystack in _views(kind, data):
         source = _first_found(haystack, prints)
         if source is not None:
-            hits.append((where, source))
+            hits.append((view, source))
     return hits
 
 
@@ -169,18 +170,19 @@ def scan_bundle(path: Path, entries: Iterable[tuple[str, bytes]], prints: dict[s
     return found
 
 
-def _views(name: str, data: bytes) -> list[tuple[str, str]]:
-    """Each way of reading a file (a page: its vendored mermaid already left out, see _scan_file)."""
+def _views(kind: str, data: bytes) -> list[tuple[str, str]]:
+    """Each way of reading a file of a kind (its name's suffix), as (what to add to the name, text);
+    a page's vendored mermaid already left out (see _scan_file)."""
     text = data.decode("utf-8", "replace")
-    views = [(name, normalise(text))]
-    if name.endswith(".ipynb"):
+    views = [("", normalise(text))]
+    if kind == ".ipynb":
         try:
             strings = "\n".join(_strings(json.loads(text)))
         except ValueError:
             strings = ""
-        views.append((name + " (decoded)", normalise(strings)))
-    if name.endswith(".html"):   # entities decoded, code outside its highlighting spans
-        views.append((name + " (text)", normalise(page_text(text))))
+        views.append((" (decoded)", normalise(strings)))
+    if kind == ".html":   # entities decoded, code outside its highlighting spans
+        views.append((" (text)", normalise(page_text(text))))
     return views
 
 
