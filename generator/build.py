@@ -127,7 +127,7 @@ def rendered(content: CourseContent, options: BuildOptions, env) -> Iterator[tup
         raise LeakError(LEAKS + "\n".join(problems))
 
 
-LEAKS = "answer material found in exercise packs, or editions that drifted apart:\n"
+LEAKS = "answer material found in exercise packs or zips, or editions that drifted apart:\n"
 
 
 def _neighbours(content: CourseContent, lesson: Lesson) -> list[tuple[str, int]]:
@@ -331,7 +331,12 @@ def _release_lesson(content: CourseContent, env, lesson: Lesson, locale: str, re
     folders = {}
     if bundles:
         for edition, (ctx, pack) in render_lesson(content, lesson, locale, env, bundle=True).items():
-            folders[edition] = lesson_folder(finalize_pack(ctx, env, pack, record), record is not None)
+            final = finalize_pack(ctx, env, pack, record)
+            folders[edition] = lesson_folder(final, record is not None)
+            if edition == "exercise":   # its bundle scans the rest; its files are these (it checks their sha256)
+                bundle = f"{content.course.id}-{locale}-{edition}"
+                problems += scan_files({f"{bundle}/{lesson.spec.id}/{name}": data for name, data in final.files.items()},
+                                       prints, f"{bundle}.zip")
     return _Released(zips, problems, prints, folders)
 
 

@@ -148,25 +148,23 @@ def _zip_meta(infos: list[zipfile.ZipInfo]) -> dict[str, bytes]:
 def scan_bundle(path: Path, entries: Iterable[tuple[str, bytes]], prints: dict[str, list[Fingerprint]],
                 label: str) -> list[str]:
     """A course bundle's zip, its entries read back one at a time (name with its root, bytes, as
-    archive.checked_entries gives them): a lesson's folder against that lesson's answer material
-    (another lesson's answer may share a phrase with this one's prose); the rest (the index, the
-    manifest, the archive comment) against every lesson's. prints: by lesson id."""
+    archive.checked_entries gives them, checking each against the manifest): the names in a lesson's
+    folder against that lesson's answer material (another lesson's answer may share a phrase with
+    this one's prose), the rest (the index, the manifest, the names at the root, the archive
+    comment) against every lesson's. The files in lesson folders are not scanned here: the build
+    scanned each lesson's as it made them (the manifest's sha256 are theirs). prints: by lesson id."""
     every = [fp for lesson_prints in prints.values() for fp in lesson_prints]
-
-    def against(name: str) -> list[Fingerprint]:
-        folder = name.split("/")[1] if name.count("/") > 1 else None
-        return prints.get(folder, every) if folder else every
-
     found = []
     for name, data in entries:
-        found += scan_files({name: data}, against(name), label)
+        if name.count("/") == 1:
+            found += scan_files({name: data}, every, label)
     with zipfile.ZipFile(path) as archive:
         groups: dict[str, list[zipfile.ZipInfo]] = {}
         for info in archive.infolist():
             groups.setdefault(info.filename.split("/")[1] if info.filename.count("/") > 1 else "", []).append(info)
         for folder, infos in groups.items():
             meta = _zip_meta(infos) | ({} if folder else {"(zip comment)": archive.comment})
-            found += scan_files(meta, against(infos[0].filename), label)
+            found += scan_files(meta, prints.get(folder, every) if folder else every, label)
     return found
 
 

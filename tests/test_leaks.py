@@ -73,3 +73,28 @@ def test_planted_leaks_in_zip(setup, place):
         if place == "zip comment":
             archive.comment = secret.encode()
     assert scan_zip(buffer.getvalue(), prints, "p.zip"), place
+
+
+def test_a_leak_only_in_the_course_bundle_is_found_and_nothing_is_released(content_copy):
+    """A template that prints an answer only where its navigation links (a course bundle's lesson
+    pages): the bundle's own scan finds it, in each lesson's folder; build/dist stays as it was."""
+    from generator.build import build
+    from generator.leaks import LeakError
+    from tests.conftest import options_for
+    options = options_for(content_copy, verify=False, locales=("en",))
+    build(options, progress=lambda _: None)
+    before = {p.name: p.read_bytes() for p in (options.out / "dist").iterdir()}
+    template = content_copy / "templates" / "pack" / "lesson.md.j2"
+    text = template.read_text(encoding="utf-8")
+    marker = "{% for link in nav %}"
+    assert text.count(marker) == 1
+    template.write_text(text.replace(marker, "{% if nav | selectattr('href') | list %}\n{{ text.solution_note }}\n"
+                                             "{% endif %}\n" + marker), encoding="utf-8")
+    with pytest.raises(LeakError) as caught:
+        build(options, progress=lambda _: None)
+    lines = [line for line in str(caught.value).splitlines() if "contains answer-only material" in line]
+    assert lines and all(line.startswith("triton_course-en-exercise.zip/triton_course-en-exercise/lesson0")
+                         for line in lines), str(caught.value)
+    assert {line.split("/")[2] for line in lines} == {"lesson02_vector_add", "lesson03_relu", "lesson04_add_bias"}
+    assert {p.name: p.read_bytes() for p in (options.out / "dist").iterdir()} == before
+    assert not (options.out / "dist.new").exists()
