@@ -37,25 +37,9 @@ def safe_entry(name: str) -> str:
     return normal
 
 
-_ZIPPED: dict[str, bytes] = {}   # recent zips by their inputs' digest: a zip is a pure function of them
-_ZIPPED_BYTES = 48 << 20          # at most this much kept (a process that builds again reuses them)
-
-
 def zip_pack(pack: Pack) -> bytes:
-    """The same files always give the same bytes: sorted entries, fixed times and permissions."""
-    digest = hashlib.sha256(pack.name.encode())   # the files themselves: a manifest may be stale
-    for name in sorted(pack.files):
-        digest.update(b"\0" + name.encode() + b"\0" + hashlib.sha256(pack.files[name]).digest())
-    key = digest.hexdigest()
-    if key not in _ZIPPED:
-        data = _zip(pack)
-        while _ZIPPED and sum(map(len, _ZIPPED.values())) + len(data) > _ZIPPED_BYTES:
-            _ZIPPED.pop(next(iter(_ZIPPED)))
-        _ZIPPED[key] = data
-    return _ZIPPED[key]
-
-
-def _zip(pack: Pack) -> bytes:
+    """The same files always give the same bytes: sorted entries, fixed times and permissions; the
+    zip is read back and checked against the pack's manifest."""
     buffer = io.BytesIO()
     writer = ZipWriter(buffer, pack.name)
     for name in sorted(pack.files):

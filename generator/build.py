@@ -260,10 +260,10 @@ def _build(options: BuildOptions, progress: Progress, started: float) -> BuildRe
 
 def _release(content: CourseContent, options: BuildOptions, env, records: dict, hashes: dict | None,
              staging: Path, result: BuildResult) -> None:
-    """Every zip into staging, lesson by lesson (_release_lesson, in options.jobs processes); the
-    course bundles as the lessons come back, in course order (a full build only: a bundle holds
-    every published lesson). hashes: the verified packs' content hashes, or None (--no-verify: each
-    lesson is rendered once, checked and zipped at once)."""
+    """Every zip into staging, lesson by lesson (made by _release_lesson in options.jobs processes,
+    written by this one), and the course bundles as the lessons come back, in course order (a full
+    build only: a bundle holds every published lesson). hashes: the verified packs' content hashes,
+    or None (--no-verify: each lesson is rendered once, checked and zipped at once)."""
     items = selected(content, options)
     locales = list(dict.fromkeys(locale for _, locale in items))
     bundles = {} if options.lessons else {(locale, edition): CourseBundle(content, locale, edition, env, staging)
@@ -273,12 +273,13 @@ def _release(content: CourseContent, options: BuildOptions, env, records: dict, 
 
     def release(index: int) -> _Released:
         lesson, locale = items[index]
-        return _release_lesson(content, env, lesson, locale, records.get((lesson.spec.id, locale)), hashes,
-                               staging, bool(bundles))
+        return _release_lesson(content, env, lesson, locale, records.get((lesson.spec.id, locale)), hashes, bool(bundles))
 
     try:
         for (lesson, locale), done in zip(items, in_processes(release, len(items), options.jobs)):
-            result.zips.update(done.zips)
+            for name, data in done.zips.items():   # written here only: a build killed writes nothing more
+                (staging / name).write_bytes(data)
+                result.zips[name] = hashlib.sha256(data).hexdigest()
             problems += done.problems
             prints[locale][lesson.spec.id] = done.prints
             for edition, folder in done.folders.items():
@@ -301,16 +302,16 @@ def _release(content: CourseContent, options: BuildOptions, env, records: dict, 
 
 @dataclass
 class _Released:
-    """A lesson x locale released: its zips are in the staging folder; this is what is left of it."""
+    """A lesson x locale released, for the build process to write down."""
 
-    zips: dict[str, str]                  # zip name -> sha256
+    zips: dict[str, bytes]                # its zips by name
     problems: list[str]                   # leaks and drift found
     prints: list                          # the lesson's answer material (leaks.Fingerprint), for its bundle
     folders: dict[str, LessonFolder]      # by edition: its folder in the course bundles, deflated
 
 
 def _release_lesson(content: CourseContent, env, lesson: Lesson, locale: str, record: dict | None,
-                    hashes: dict | None, staging: Path, bundles: bool) -> _Released:
+                    hashes: dict | None, bundles: bool) -> _Released:
     if hashes is None:
         editions, problems = checked_lesson(content, lesson, locale, env, page=False)
     else:   # rendered again for its zips: the packs that were verified, or an error
@@ -326,8 +327,7 @@ def _release_lesson(content: CourseContent, env, lesson: Lesson, locale: str, re
         data = zip_pack(final)
         if edition == "exercise":
             problems += scan_pack_zip(final, data, prints, final.name + ".zip")
-        (staging / f"{final.name}.zip").write_bytes(data)
-        zips[f"{final.name}.zip"] = hashlib.sha256(data).hexdigest()
+        zips[f"{final.name}.zip"] = data
     folders = {}
     if bundles:
         for edition, (ctx, pack) in render_lesson(content, lesson, locale, env, bundle=True).items():
