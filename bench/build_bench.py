@@ -89,8 +89,8 @@ def make_course(root: Path, n: int) -> list[str]:
         for entry in course["lessons"]:
             if entry["status"] == "published":
                 entry["status"] = "planned"
-        for i, lesson_id in enumerate(ids):
-            course["lessons"].append({"id": lesson_id, "number": 100 + i, "status": "published"})
+        for i, lesson_id in enumerate(ids):   # numbers go up to 999; past 900 copies they repeat (titles differ)
+            course["lessons"].append({"id": lesson_id, "number": 100 + i % 900, "status": "published"})
 
     _edit(content / "course.yaml", lessons)
     source_locale = _yaml().load((content / "course.yaml").read_text(encoding="utf-8"))["source_locale"]
