@@ -14,7 +14,9 @@
 - bundle MB: the largest course bundle (the answer edition of the first locale);
 - no-op s: the same command again with nothing changed, as a whole process.
 
---repeat R builds each size R times (a fresh output folder each time) and prints medians.
+--repeat R builds each size R times (a fresh output folder each time) and prints medians;
+--compare DIR builds the same courses with another checkout's generator and templates as well
+(before and after a change), the two taking turns.
 A benchmark, not a test: nothing here can fail on time (tests/test_bench.py only checks that it runs).
 
 Verification is not part of these numbers: a GPU verification of lesson 3 is measured separately
@@ -107,9 +109,9 @@ def make_course(root: Path, n: int) -> list[str]:
     return ids
 
 
-def _command(root: Path) -> list[str]:
+def _command(root: Path, templates: Path) -> list[str]:
     return [sys.executable, "-m", "generator", "build", "--content", str(root / "content"),
-            "--templates", str(root / "templates"), "--out", str(root / "build"), "--no-verify"]
+            "--templates", str(templates), "--out", str(root / "build"), "--no-verify"]
 
 
 def _tree_pss(pid: int) -> int:
@@ -128,13 +130,13 @@ def _tree_pss(pid: int) -> int:
     return total
 
 
-def _run(args: list[str], env: dict) -> tuple[float, float, float, float]:
+def _run(args: list[str], env: dict, cwd: Path) -> tuple[float, float, float, float]:
     """(wall seconds, CPU seconds, peak resident MiB of the process, peak MiB of it and its workers)
     of one command, run in a fresh process. The CPU time includes the workers' (the build waits for
     them); the last figure is sampled every 0.1 s where /proc has smaps_rollup (Linux), else 0."""
     with tempfile.TemporaryFile() as output:
         start = time.perf_counter()
-        process = subprocess.Popen(args, env=env, stdout=output, stderr=output)
+        process = subprocess.Popen(args, env=env, cwd=cwd, stdout=output, stderr=output)
         tree, done = [0], threading.Event()
 
         def sample() -> None:
@@ -155,28 +157,37 @@ def _run(args: list[str], env: dict) -> tuple[float, float, float, float]:
     return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, tree[0] / 1024
 
 
-def run(n: int, repeat: int = 1) -> dict:
+def run(n: int, repeat: int = 1, codes: tuple[Path, ...] = (REPO,)) -> list[dict]:
+    """One row per checkout in codes (its generator and templates building this checkout's synthetic
+    course), medians of `repeat` builds, the checkouts taking turns."""
     root = Path(tempfile.mkdtemp(prefix=f"coursepack-bench-{n}-"))
     try:
         make_course(root, n)
-        env = dict(os.environ, PYTHONPATH=str(REPO))
-        rows = []
+        rows: dict[Path, list[dict]] = {code: [] for code in codes}
         for _ in range(repeat):
-            shutil.rmtree(root / "build", ignore_errors=True)
-            wall, cpu, peak, tree = _run(_command(root), env)
-            report = json.loads((root / "build" / "report.json").read_text(encoding="utf-8"))
-            noop, _, _, _ = _run(_command(root), env)
-            dist = root / "build" / "dist"
-            packs = sum(1 for name in report["zips"] if name.startswith("lesson"))
-            bundles = [p.stat().st_size for p in dist.glob("*.zip") if not p.name.startswith("lesson")]
-            rows.append({"wall_s": wall, "build_s": report["seconds"], "cpu_s": cpu, "peak_mib": peak, "tree_mib": tree,
-                         "noop_s": noop,
-                         "packs": packs, "bundle_mb": max(bundles, default=0) / 1e6})
-        median = {key: statistics.median(r[key] for r in rows) for key in rows[0]}
-        return median | {"n": n, "packs": rows[0]["packs"], "ms_per_pack": median["build_s"] / rows[0]["packs"] * 1000,
-                         "runs": repeat}
+            for code in codes:
+                rows[code].append(_build_once(root, code))
+        found = []
+        for code, runs in rows.items():
+            median = {key: statistics.median(r[key] for r in runs) for key in runs[0]}
+            found.append(median | {"n": n, "packs": runs[0]["packs"], "code": code,
+                                   "ms_per_pack": median["build_s"] / runs[0]["packs"] * 1000, "runs": repeat})
+        return found
     finally:
         shutil.rmtree(root, ignore_errors=True)
+
+
+def _build_once(root: Path, code: Path) -> dict:
+    shutil.rmtree(root / "build", ignore_errors=True)
+    env = dict(os.environ, PYTHONPATH=str(code))
+    command = _command(root, code / "templates")
+    wall, cpu, peak, tree = _run(command, env, code)   # in code: `-m generator` is found there first
+    report = json.loads((root / "build" / "report.json").read_text(encoding="utf-8"))
+    noop, _, _, _ = _run(command, env, code)
+    packs = sum(1 for name in report["zips"] if name.startswith("lesson"))
+    bundles = [p.stat().st_size for p in (root / "build" / "dist").glob("*.zip") if not p.name.startswith("lesson")]
+    return {"wall_s": wall, "build_s": report["seconds"], "cpu_s": cpu, "peak_mib": peak, "tree_mib": tree,
+            "noop_s": noop, "packs": packs, "bundle_mb": max(bundles, default=0) / 1e6}
 
 
 def _positive(text: str) -> int:
@@ -194,20 +205,24 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("n", nargs="*", type=_positive, default=SIZES, metavar="N",
                         help=f"numbers of lessons to time (default: {' '.join(map(str, SIZES))})")
     parser.add_argument("--repeat", type=_positive, default=1, metavar="R", help="builds per size; medians are printed")
+    parser.add_argument("--compare", type=Path, metavar="DIR",
+                        help="another checkout (its generator and templates) to build the same courses, taking turns")
     args = parser.parse_args(argv)
+    codes = (args.compare.resolve(), REPO) if args.compare else (REPO,)
     print(f"build scaling on {os.cpu_count()} CPUs, Python {sys.version.split()[0]} (packs built with --no-verify"
           f"{f'; medians of {args.repeat} builds' if args.repeat > 1 else ''})")
     print(f"{'lessons':>8} {'packs':>6} {'build s':>9} {'ms/pack':>8} {'CPU s':>8} {'peak MiB':>9} {'all MiB':>8} "
-          f"{'bundle MB':>10} {'no-op s':>8}")
+          f"{'bundle MB':>10} {'no-op s':>8}{'  code' if args.compare else ''}")
     for n in args.n:
         try:
-            r = run(n, args.repeat)
+            rows = run(n, args.repeat, codes)
         except CoursepackError as exc:
             print(f"build_bench: error: N = {n}: {exc}", file=sys.stderr)
             return 1
-        print(f"{r['n']:>8} {r['packs']:>6} {r['build_s']:>9.2f} {r['ms_per_pack']:>8.1f} {r['cpu_s']:>8.2f} {r['peak_mib']:>9.0f} "
-              f"{r['tree_mib']:>8.0f} "
-              f"{r['bundle_mb']:>10.2f} {r['noop_s']:>8.2f}", flush=True)
+        for r in rows:
+            print(f"{r['n']:>8} {r['packs']:>6} {r['build_s']:>9.2f} {r['ms_per_pack']:>8.1f} {r['cpu_s']:>8.2f} "
+                  f"{r['peak_mib']:>9.0f} {r['tree_mib']:>8.0f} {r['bundle_mb']:>10.2f} {r['noop_s']:>8.2f}"
+                  f"{'  ' + str(r['code']) if args.compare else ''}", flush=True)
     return 0
 
 
