@@ -21,6 +21,8 @@ from generator.yamlio import KeyPath, YamlDoc, dotted, load_yaml, read_text
 # Reasons the generic checker gives for a failing case; every lesson text explains each one, plus
 # the lesson's own reasons (checks.reasons in lesson.yaml, returned by its reference.classify).
 GENERIC_REASONS = ("unwritten", "wrote_past_end", "wrong_value")
+# What a case that fails for another cause than its values shows, as a declared mistake names it.
+FAILURE_KINDS = ("error", "timeout", "crash", "fault", "wrong_shape", "wrong_dtype", "not_tensor")
 M = TypeVar("M", bound=BaseModel)
 
 
@@ -404,6 +406,26 @@ def _check_checks(spec: LessonSpec, doc: YamlDoc, solution: SolutionSource | Non
         for case_id in named:
             if case_id not in ids:
                 add(f"unknown case '{case_id}'", "mistakes", index, "fails")
+        _check_declared_reasons(mistake, index, checks, ids, add)
+    exercised = {m.reason for m in checks.mistakes} | {r for m in checks.mistakes for r in m.reasons.values()}
+    for index, reason in enumerate(checks.reasons):
+        if reason not in exercised:
+            add(f"no declared mistake shows the reason '{reason}': declare one whose `reason` (or `reasons`) "
+                "names it, so that verification proves the checker gives it", "reasons", index)
+
+
+def _check_declared_reasons(mistake: Any, index: int, checks: Any, ids: list[str], add: Any) -> None:
+    known = set(GENERIC_REASONS) | set(FAILURE_KINDS) | set(checks.reasons)
+    failing = set(mistake.fails) if isinstance(mistake.fails, list) else set(ids) - set(mistake.fails.all_except)
+    if mistake.reason is not None and mistake.reason not in known:
+        add(f"unknown reason '{mistake.reason}' (expected one of: {', '.join(sorted(known))})",
+            "mistakes", index, "reason")
+    for case_id, reason in mistake.reasons.items():
+        if case_id not in failing:
+            add(f"'{case_id}' is not a case this mistake fails", "mistakes", index, "reasons", case_id)
+        if reason not in known:
+            add(f"unknown reason '{reason}' (expected one of: {', '.join(sorted(known))})",
+                "mistakes", index, "reasons", case_id)
 
 
 NUMBER = re.compile(r"^[+-]?(nan|inf|(\d+\.?\d*|\.\d+)(e[+-]?\d+)?)$")

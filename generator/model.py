@@ -166,11 +166,16 @@ class Replace(Strict):
 
 class Mistake(Strict):
     """Wrong code that verification proves the checker catches: a fill of the blank, or an edit
-    of the answer code."""
+    of the answer code; with the reason the student must be shown for each case it fails."""
     id: Ident
     fill: Text | None = None
     replace: Replace | None = None
     fails: list[Ident] | FailsExcept
+    reason: Ident | None = None              # shown for every case it fails
+    reasons: dict[Ident, Ident] = {}         # per case, where it differs from `reason`
+
+    def reason_for(self, case_id: str) -> str | None:
+        return self.reasons.get(case_id, self.reason)
 
 
 class Tolerance(Strict):

@@ -10,6 +10,8 @@ from pathlib import Path
 
 import jinja2
 
+from generator.checker.common import without_main_block as checker_lines_before_main
+from generator.checker.join import with_data
 from generator.codegen import blank_index, render_code
 from generator.errors import CoursepackError
 from generator.html import pack_page
@@ -19,8 +21,6 @@ from generator.model import LessonText, Locale, Mistake
 from generator.notebook import append_markdown_cell, build_notebook, map_markdown
 from generator.pack import Edition, Pack, manifest
 
-RUNTIME = Path(__file__).parent / "checker" / "runtime.py"
-DATA_LINE = "LESSON = {}  # coursepack:data"
 MIN_TORCH, MIN_TRITON = "2.11", "3.6"
 
 
@@ -176,8 +176,8 @@ def without_main_block(code: str) -> str:
     """The kernel file without its `if __name__ == "__main__":` demo: a notebook runs every cell as
     __main__, so the demo would run (and fail on the blank) before the student reaches the check."""
     lines = code.splitlines()
-    start = next((i for i, line in enumerate(lines) if line.startswith("if __name__ == ")), None)
-    return code if start is None else "\n".join(lines[:start]).rstrip() + "\n"
+    kept = checker_lines_before_main(lines)
+    return code if len(kept) == len(lines) else "\n".join(kept).rstrip() + "\n"
 
 
 def checker_data(ctx: LessonContext) -> dict:
@@ -214,18 +214,8 @@ def mistake_code(ctx: LessonContext, mistake: Mistake) -> str:
 
 
 def checker_source(ctx: LessonContext) -> str:
-    runtime = _runtime_source()
     # JSON text is readable, fast to write, and cannot contain three quotes in a row.
-    text = json.dumps(checker_data(ctx), ensure_ascii=False, indent=1, sort_keys=True)
-    return runtime.replace(DATA_LINE, f'LESSON = json.loads(r"""{text}""")', 1)
-
-
-@lru_cache(maxsize=1)
-def _runtime_source() -> str:
-    source = RUNTIME.read_text(encoding="utf-8")
-    if source.count(DATA_LINE) != 1:
-        raise RenderError(f"{RUNTIME}: expected one line '{DATA_LINE}'")
-    return source
+    return with_data(json.dumps(checker_data(ctx), ensure_ascii=False, indent=1, sort_keys=True))
 
 
 def finalize_pack(ctx: LessonContext, env: jinja2.Environment, pack: Pack, verification: dict | None) -> Pack:

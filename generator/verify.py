@@ -1,11 +1,17 @@
 """The verification gate: run the generated packs on a runner before anything is released.
 
 Per lesson and locale, on the generated files (never the sources):
-  answer      the answer kernel passes every case of the pack's checker
-  exercise    the exercise pack's check.py, on the untouched blank, asks for the blank
-  notebook    the answer lesson.ipynb executes top to bottom and its check cell passes
-  mistake:ID  each declared wrong code fails on exactly the cases it declares
-  bench       (GPU) the lesson's bench.py runs; its numbers go into the packs
+  answer            the answer kernel passes every case of the pack's checker
+  mistake:ID        each declared wrong code fails on exactly the cases it declares, each with the
+                    reason it declares
+  student:answer    `python check.py` in the answer pack, a fresh process with nothing of ours in
+                    its environment, exactly as the README tells students: passes
+  student:exercise  the same in the exercise pack, on the untouched blank: asks for the blank
+  student:spawn     (once per lesson) `python check.py` with COURSEPACK_SPAWN=1, the path Windows
+                    takes (no fork): passes
+  notebook          the answer lesson.ipynb executes top to bottom and its check cell passes
+  bench             (GPU) the lesson's bench.py runs; its numbers go into the packs
+The answer and the mistakes run in the checker's sandbox where bubblewrap can run there.
 
 One task per lesson runs all of it (generator/checker/verify_job.py), so a runner starts torch
 once per lesson, not once per step. Kernel files that differ only in comments (the same answer in
@@ -25,6 +31,7 @@ from pathlib import Path
 from typing import Callable, Iterable
 
 from generator.archive import write_tree
+from generator.checker.join import joined
 from generator.cache import BuildCache, key
 from generator.model import LessonSpec, Mistake
 from generator.pack import Pack
@@ -136,8 +143,9 @@ def verify_all(pairs: Iterable[PackPair], runner: Runner, info: dict, cache: Bui
                 cache.records.put(cache_key, {"content_key": content_key, "record": record, "pack": pair.label})
                 outcome.records[(pair.lesson_id, pair.locale)] = record
                 outcome.cached[pair.label] = False
+                width = max(26, *(len(step.name) for step in steps))
                 for step in steps:
-                    progress(f"       {'ok  ' if step.ok else 'FAIL'} {pair.label:22} {step.name:26} "
+                    progress(f"       {'ok  ' if step.ok else 'FAIL'} {pair.label:22} {step.name:{width}} "
                              f"{step.seconds:6.1f} s  {step.detail[:160]}")
     entries: dict[str, list[dict]] = {}   # the cache's records by the packs they verified
     for entry in cache.records.values():
@@ -164,15 +172,16 @@ class Plan:
     bench_folder: Path | None = None            # the answer pack it runs in
 
 
-def _plan(pairs: list[PackPair], folder: Path, runner: Runner, jobs: int, identity: str) -> Plan:
+def _plan(pairs: list[PackPair], folder: Path, runner: Runner, jobs: int, identity: str,
+          sandbox: str = "auto") -> Plan:
     clear(folder)
     folder.mkdir(parents=True)
     spec = pairs[0].spec
     units: dict[str, str] = {}
     unit_of: dict[tuple[str, str], str] = {}
-    exercises, notebooks = {}, {}
+    exercises, answers, notebooks = {}, {}, {}
     for pair in pairs:
-        answer_dir = write_tree(pair.answer, folder).relative_to(folder).as_posix()
+        answers[pair.locale] = answer_dir = write_tree(pair.answer, folder).relative_to(folder).as_posix()
         exercises[pair.locale] = write_tree(pair.exercise, folder).relative_to(folder).as_posix()
         if pair.notebook:
             notebooks[pair.locale] = answer_dir
@@ -187,9 +196,11 @@ def _plan(pairs: list[PackPair], folder: Path, runner: Runner, jobs: int, identi
                 units[unit] = path.as_posix()
             unit_of[(pair.locale, step)] = unit
     job = {"units": [{"id": u, "path": p} for u, p in units.items()],
-           "checker": f"{exercises[pairs[0].locale]}/check.py", "exercises": exercises, "notebooks": notebooks,
+           "checker": f"{exercises[pairs[0].locale]}/check.py", "exercises": exercises, "answers": answers,
+           "spawn_locales": [pairs[0].locale], "notebooks": notebooks,
            "jobs": jobs, "case_timeout": spec.checks.timeout_s, "timeout": JOB_TIMEOUT_S - 60,
-           "notebook_timeout": spec.checks.timeout_s * 4, "interpreter": runner.kind == "interpreter"}
+           "student_timeout": spec.checks.timeout_s * 4, "notebook_timeout": spec.checks.timeout_s * 4,
+           "interpreter": runner.kind == "interpreter", "sandbox": sandbox}
     (folder / "job.json").write_text(json.dumps(job, indent=1), encoding="utf-8")
     shutil.copyfile(VERIFY_JOB, folder / "verify_job.py")
     task = Task(pairs[0].lesson_id, folder, ["{python}", "verify_job.py"], JOB_TIMEOUT_S)
@@ -216,12 +227,17 @@ def _steps(plan: Plan, pair: PackPair, task: TaskResult, bench: Step | None, gpu
             steps.append(Step(step_name, False, 0.0, "no result: " + _batch_why(result["batch"])))
         elif step_name == "answer":
             ok = data["status"] == "pass"
+            where = f"sandbox: {result['batch'].get('sandbox', '?')}"
             steps.append(Step("answer", ok, data.get("seconds", 0.0),
-                              (note.strip() if ok else _why(data)), data["cases"], _timing(data)))
+                              (f"{where}{note}" if ok else _why(data)), data["cases"], _timing(data)))
         else:
             mistake = next(m for m, _ in pair.mistakes if f"mistake:{m.id}" == step_name)
             steps.append(_mistake_step(step_name, mistake, data, pair.spec, note))
-    steps.append(_exercise_step(result["exercises"].get(pair.locale)))
+    students = result.get("students") or {}
+    steps.append(_student_step("student:answer", students.get(f"answer/{pair.locale}"), expect_pass=True))
+    steps.append(_student_step("student:exercise", students.get(f"exercise/{pair.locale}"), expect_pass=False))
+    if f"spawn/{pair.locale}" in students:
+        steps.append(_student_step("student:spawn", students[f"spawn/{pair.locale}"], expect_pass=True))
     if pair.notebook:
         steps.append(_notebook_step(result["notebooks"].get(pair.locale)))
     if gpu and pair.spec.bench and bench is not None:
@@ -235,9 +251,20 @@ def _mistake_step(name: str, mistake: Mistake, data: dict, spec: LessonSpec, not
     ran = {c["id"] for c in data["cases"] if c["status"] != "skip"}
     failed = {c["id"] for c in data["cases"] if c["status"] not in ("pass", "skip")}
     expected = expected_failures(mistake, spec) & ran
-    ok = failed == expected
-    detail = note.strip() if ok else f"expected to fail {sorted(expected)}, failed {sorted(failed)}"
-    return Step(name, ok, data.get("seconds", 0.0), detail, data["cases"], _timing(data))
+    problems = [] if failed == expected else [f"expected to fail {sorted(expected)}, failed {sorted(failed)}"]
+    for case in data["cases"]:
+        declared = mistake.reason_for(case["id"])
+        if case["id"] in failed and declared is not None and shown_reason(case) != declared:
+            problems.append(f"{case['id']}: the checker shows '{shown_reason(case)}', the mistake declares '{declared}'")
+    detail = "; ".join(problems) if problems else note.strip()
+    return Step(name, not problems, data.get("seconds", 0.0), detail, data["cases"], _timing(data))
+
+
+def shown_reason(case: dict) -> str:
+    """The reason a student is shown for a failing case: its reason, or what kind of failure it was."""
+    if case["status"] == "fail":
+        return case.get("reason") or "wrong_value"
+    return case["status"]
 
 
 def _timing(data: dict) -> dict:
@@ -250,13 +277,20 @@ def _timing(data: dict) -> dict:
             "other_cases_s": round(sum(ran[1:]), 2)}
 
 
-def _exercise_step(data: dict | None) -> Step:
+def _student_step(name: str, data: dict | None, expect_pass: bool) -> Step:
+    """A student's `python check.py`: the answer must pass (exit 0), the untouched exercise must ask
+    for the blank (exit 2 and the blank in its message)."""
     if data is None:
-        return Step("exercise", False, 0.0, "not run")
-    ok = data["returncode"] == 2 and data["status"] == "blank" and "______" in data["plain"]
-    detail = "" if ok else ("the untouched exercise did not give the fill-in-the-blank message: "
-                            f"status {data['status']}, exit {data['returncode']}: {data['stderr'].strip()[-400:]}")
-    return Step("exercise", ok, data["seconds"], detail)
+        return Step(name, False, 0.0, "not run")
+    if expect_pass:
+        ok = data["returncode"] == 0
+    else:
+        ok = data["returncode"] == 2 and "______" in data["stdout"]
+    detail = data.get("command", "") if ok else (
+        f"`{data.get('command', 'python check.py')}` exit {data['returncode']}"
+        f"{' (timed out)' if data.get('timed_out') else ''}: "
+        f"{(data['stdout'].strip()[-1200:] + ' ' + data['stderr'].strip()[-600:]).strip()}")
+    return Step(name, ok, data["seconds"], detail)
 
 
 def _notebook_step(data: dict | None) -> Step:
@@ -300,8 +334,7 @@ def bench_key(answer: Pack, spec: LessonSpec, identity: str) -> str:
     do not count, so a translated comment does not re-run it), and the runner."""
     parts = [f"{name}:{code_key(data.decode())}" for name, data in sorted(answer.files.items())
              if name.endswith(".py") and name != "check.py"]
-    runtime = (Path(__file__).parent / "checker" / "runtime.py").read_text(encoding="utf-8")
-    return key(*parts, code_key(runtime), identity)
+    return key(*parts, code_key(joined()), identity)
 
 
 def _bench_warmups(plans: list[Plan], runner: Runner, info: dict, cache: BuildCache) -> list[Task]:

@@ -1,8 +1,10 @@
 """Rewrite tests/golden/ from the current content and templates: `make golden`.
 
 The golden trees are the unverified packs (README, manifest and all), so they change only when
-content, templates or the checker change. Review `git diff tests/golden` before committing.
-lesson.html is kept with its inlined mermaid (3.5 MB, pinned by sha256) replaced by one line.
+content, templates or the checker's data change. Review `git diff tests/golden` before committing.
+lesson.html is kept with its inlined mermaid (3.5 MB, pinned by sha256) replaced by one line;
+check.py as its lesson data only (check.data.json: every check.py is the same joined checker,
+generator/checker/, with that data; tests/test_golden.py checks the joining).
 """
 
 from __future__ import annotations
@@ -41,9 +43,18 @@ def current_packs() -> dict[str, dict[str, bytes]]:
     for editions in real_course()[1].values():
         for ctx, pack in editions.values():
             final = finalize_pack(ctx, env, pack, None)
-            packs[final.name] = {name: strip_vendored(data) if name.endswith(".html") else data
-                                 for name, data in final.files.items()}
+            files = {name: strip_vendored(data) if name.endswith(".html") else data
+                     for name, data in final.files.items()}
+            files["check.data.json"] = checker_data_text(files.pop("check.py"))
+            packs[final.name] = files
     return packs
+
+
+def checker_data_text(check_py: bytes) -> bytes:
+    """The data block of a generated check.py, as the JSON text it was written from."""
+    text = check_py.decode("utf-8")
+    start = text.index('LESSON = json.loads(r"""') + len('LESSON = json.loads(r"""')
+    return (text[start:text.index('""")', start)] + "\n").encode("utf-8")
 
 
 def main() -> None:

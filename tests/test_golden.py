@@ -4,7 +4,8 @@ import difflib
 
 import pytest
 
-from tests.golden_update import GOLDEN, current_packs, golden_names
+from generator.checker.join import with_data
+from tests.golden_update import GOLDEN, checker_data_text, current_packs, golden_names, real_course
 
 
 @pytest.fixture(scope="module")
@@ -29,3 +30,13 @@ def test_pack_matches_golden(packs, name):
                 expected[file].decode(errors="replace").splitlines(), actual[file].decode(errors="replace").splitlines(),
                 f"golden/{name}/{file}", f"generated/{name}/{file}", lineterm=""))[:40])
             pytest.fail(f"{name}/{file} differs from its golden copy (run `make golden` if intended):\n{diff}")
+
+
+def test_every_check_py_is_the_joined_checker_with_its_data():
+    """The goldens keep check.py's data only: every generated check.py must be the joined checker
+    with exactly that data."""
+    for editions in real_course()[1].values():
+        for _, pack in editions.values():
+            check_py = pack.files["check.py"]
+            data = checker_data_text(check_py).decode("utf-8").rstrip("\n")
+            assert check_py.decode("utf-8") == with_data(data), pack.name

@@ -18,7 +18,6 @@ output in the files named.
 The server ends when stdin closes (the build's end, however it ends), and stops the tasks still
 running then. It ignores SIGINT: Ctrl-C in the build's terminal ends the build, which closes stdin.
 """
-import gc
 import json
 import os
 import runpy
@@ -27,6 +26,7 @@ import sys
 import threading
 import time
 import traceback
+from pathlib import Path
 
 _WRITE = threading.Lock()
 
@@ -92,15 +92,11 @@ def main():
     # stdin instead (the build's exit, however it comes), and stops the tasks still running then.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     started = time.monotonic()
-    gc.disable()   # no collection passes over the objects the import makes: a sixth of its time
-    import torch  # noqa: F401  (shared by every child)
-    import triton  # noqa: F401
-    try:   # what Triton imports on its first kernel call (see check.py's preload)
-        import triton.compiler.code_generator  # noqa: F401
-    except ImportError:
-        pass
-    gc.freeze()    # nor later ones, here or in the forked children (which then copy fewer pages)
-    gc.enable()
+    # torch and triton imported as every checker path imports them (TRITON_INTERPRET decided
+    # before triton), shared by every child; nothing here starts CUDA
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+    from generator.checker.environment import prepare
+    prepare(force_interpreter=os.environ.get("TRITON_INTERPRET") == "1")
     write({"ready": round(time.monotonic() - started, 3)})
     tasks, lock = {}, threading.Lock()
     threading.Thread(target=reap, args=(tasks, lock), daemon=True).start()

@@ -4,14 +4,16 @@ command, a Slurm task). Needs Python with torch and triton; IPython to execute n
 
     python verify_job.py            reads job.json, writes result.json, exits 0 unless it broke
 
-This process imports torch and triton once, before anything can start CUDA, and every step that
-needs them runs in a child forked from it (spawned where fork is unsafe or missing), so isolation
-stays per kernel file and per notebook while torch is imported once per lesson. Three kinds of step,
-run at once:
+This process is the trusted side of the checker for the lesson's kernel files: it imports torch and
+triton once (through the checker's one setup), and the code under check runs in workers forked
+from the checker's worker factory (in the sandbox where bubblewrap can run). Kinds of step, run at
+once:
   batch      every distinct kernel file (answers, declared mistakes) through the checker's
-             check_units, each kernel file in children of its own
-  exercise   each language's untouched exercise pack must ask for the blank (no torch needed: a
-             plain `python check.py`, as a student runs it)
+             check_units
+  student    the literal student commands, each a fresh process with nothing of coursepack's in
+             its environment, in the unzipped packs as their README says: `python check.py` in
+             each language's answer pack (must pass) and exercise pack (must ask for the blank),
+             and `python check.py` with COURSEPACK_SPAWN=1 (the path Windows takes: no fork)
   notebook   each language's answer notebook: every code cell, in order, in an IPython shell (the
              interpreter a Jupyter kernel wraps) in a child of this process; the check cell included
 """
@@ -27,9 +29,9 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 
-def run(command, cwd, timeout, **extra_env):
+def run(command, cwd, timeout, env=None):
     start = time.monotonic()
-    env = dict(os.environ, PYTHONUNBUFFERED="1", PYTHONDONTWRITEBYTECODE="1", **extra_env)
+    env = env if env is not None else dict(os.environ, PYTHONUNBUFFERED="1", PYTHONDONTWRITEBYTECODE="1")
     try:
         done = subprocess.run(command, cwd=cwd, capture_output=True, text=True, timeout=timeout,
                               stdin=subprocess.DEVNULL, env=env)
@@ -47,34 +49,69 @@ def _text(value):
     return value.decode("utf-8", "replace") if isinstance(value, bytes) else value
 
 
+# What a student's shell would not have: coursepack's and the runner's own settings.
+NOT_A_STUDENTS = ("TRITON_INTERPRET", "PYTORCH_NVML_BASED_CUDA_CHECK", "COURSEPACK_", "PYTHONDONTWRITEBYTECODE",
+                  "PYTHONUNBUFFERED", "IPYTHONDIR", "OMP_NUM_THREADS")
+
+
+def student_env(**extra):
+    """The environment of a student's fresh shell on this machine: what makes Python and the GPU
+    found (PATH, PYTHONPATH, library paths, visible devices), nothing that steers the checker."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(NOT_A_STUDENTS)}
+    return dict(env, **extra)
+
+
+CHECKER = None   # the pack's check.py, loaded as a module
+
+
 def load_checker(path):
-    """A pack's check.py as a module: its check_units and its choice of fork or spawn."""
+    """A pack's check.py as a module: its check_units."""
+    global CHECKER
     spec = importlib.util.spec_from_file_location("coursepack_job_checker", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
+    CHECKER = module
     return module
 
 
-def batch(job, checker):
-    started = time.monotonic()
-    result = {"returncode": 0, "stdout": "", "stderr": "", "timed_out": False}
+def open_session(job, checker):
+    """The checker's trusted session for the lesson's kernel files, before this process starts any
+    thread (its worker factory is then forked from here): in the sandbox where one can run here
+    (job["sandbox"] "auto"), or as job["sandbox"] says ("on": refuse without one; "off").
+    Returns (session or None, what the sandbox was, why the session could not open)."""
+    why = checker.sandbox_problem() if job["sandbox"] != "off" else "turned off"
+    sandbox = why is None
+    label = "bubblewrap" if sandbox else f"none ({why})"
+    if job["sandbox"] == "on" and not sandbox:
+        return None, label, f"the sandbox was asked for and cannot run here: {why}"
     try:
-        result["units"] = checker.check_units(job["units"], job["jobs"], job["case_timeout"], job["interpreter"])
-    except Exception:   # the checker broke (not a kernel: those fail inside their own children)
-        result.update(returncode=1, stderr=traceback.format_exc()[-4000:], units=None)
+        session = checker.Session(job["interpreter"], sandbox, checker=os.path.abspath(job["checker"]),
+                                  seed_cache=os.environ.get("TRITON_CACHE_DIR"))
+    except Exception:
+        return None, label, traceback.format_exc()[-4000:]
+    return session, label, ""
+
+
+def batch(job, checker, opened):
+    started = time.monotonic()
+    session, label, why = opened
+    result = {"returncode": 0, "stdout": "", "stderr": why, "timed_out": False, "sandbox": label, "units": None}
+    if session is None:
+        result["returncode"] = 1
+    else:
+        try:
+            result["units"] = checker.check_units(job["units"], job["jobs"], job["case_timeout"], session)
+        except Exception:   # the checker broke (not a kernel: those fail inside their own workers)
+            result.update(returncode=1, stderr=traceback.format_exc()[-4000:])
     result["seconds"] = round(time.monotonic() - started, 2)
     return result
 
 
-def exercise(folder, timeout):
-    as_json = run([sys.executable, "check.py", "--json"], folder, timeout)
-    plain = run([sys.executable, "check.py"], folder, timeout)
-    try:
-        status = json.loads(as_json["stdout"])["status"]
-    except (ValueError, KeyError):
-        status = None
-    return {"returncode": as_json["returncode"], "status": status, "plain": plain["stdout"][-4000:],
-            "stderr": as_json["stderr"], "seconds": round(as_json["seconds"] + plain["seconds"], 2)}
+def student(folder, timeout, **extra_env):
+    """`python check.py` as the pack's README tells students, in a fresh process and shell."""
+    result = run([sys.executable, "check.py"], folder, timeout, env=student_env(**extra_env))
+    result["command"] = " ".join([*(f"{k}={v}" for k, v in extra_env.items()), "python check.py"])
+    return result
 
 
 def start_notebook(folder, context):
@@ -103,7 +140,7 @@ def notebook(started_notebook, timeout):
     receive.close()
     if report is None:
         why = (f"timed out: the notebook did not finish within {timeout} s" if timed_out
-               else f"the notebook's process ended ({_exit_text(process.exitcode)})")
+               else f"the notebook's process ended ({CHECKER.exit_text(process.exitcode)})")
         report = {"ok": False, "stdout": "", "stderr": why}
     stdout = report["stdout"] + ("\nNOTEBOOK-OK\n" if report["ok"] else "")
     return {"returncode": 0 if report["ok"] else (124 if timed_out else 1), "stdout": stdout[-20000:],
@@ -164,19 +201,15 @@ def _stop(process):
     process.join(10)
 
 
-def _exit_text(code):
-    return f"signal {-code}" if code is not None and code < 0 else f"exit status {code}"
-
-
 def main():
     job = json.loads(Path("job.json").read_text(encoding="utf-8"))
     started = time.monotonic()
     checker = load_checker(job["checker"])
-    # torch and triton imported here (or already, by the task server), once, before any thread;
-    # this process has not asked the driver anything, so its children may fork and use the GPU
-    context = checker._fork_context(untouched=True)
-    if not job["interpreter"]:
-        checker.warm_compile_key()   # before any fork: every kernel file's child inherits it
+    # many workers at once, each with a small torch thread pool rather than one thread per core
+    os.environ["COURSEPACK_CHILD_THREADS"] = str(max(1, (os.cpu_count() or 1) // max(1, int(job["jobs"]))))
+    opened = open_session(job, checker)
+    import multiprocessing
+    context = multiprocessing.get_context("fork")
     if job["notebooks"]:
         profile = Path("ipython").resolve()   # IPython's own folder, in the job folder: not the user's
         profile.mkdir(exist_ok=True)
@@ -185,16 +218,18 @@ def main():
             import IPython.core.interactiveshell  # noqa: F401
         except ImportError:
             pass   # each notebook step reports it
-    # many children at once, each with a small torch thread pool rather than one thread per core
-    os.environ["COURSEPACK_CHILD_THREADS"] = str(max(1, (os.cpu_count() or 1) // max(1, int(job["jobs"]))))
     started_notebooks = {locale: start_notebook(folder, context) for locale, folder in job["notebooks"].items()}
-    with ThreadPoolExecutor(max_workers=1 + len(job["exercises"]) + len(job["notebooks"])) as pool:
-        units = pool.submit(batch, job, checker)
-        exercises = {locale: pool.submit(exercise, folder, 120) for locale, folder in job["exercises"].items()}
+    commands = [(f"answer/{locale}", folder, {}) for locale, folder in job["answers"].items()]
+    commands += [(f"exercise/{locale}", folder, {}) for locale, folder in job["exercises"].items()]
+    commands += [(f"spawn/{locale}", folder, {"COURSEPACK_SPAWN": "1"}) for locale, folder in job["answers"].items()
+                 if locale in job["spawn_locales"]]
+    with ThreadPoolExecutor(max_workers=1 + len(commands) + len(job["notebooks"])) as pool:
+        units = pool.submit(batch, job, checker, opened)
+        students = {name: pool.submit(student, folder, job["student_timeout"], **env) for name, folder, env in commands}
         notebooks = {locale: pool.submit(notebook, begun, job["notebook_timeout"])
                      for locale, begun in started_notebooks.items()}
         result = {"batch": units.result(),
-                  "exercises": {locale: f.result() for locale, f in exercises.items()},
+                  "students": {name: f.result() for name, f in students.items()},
                   "notebooks": {locale: f.result() for locale, f in notebooks.items()}}
     result["seconds"] = round(time.monotonic() - started, 2)
     Path("result.json").write_text(json.dumps(result, ensure_ascii=False, indent=1), encoding="utf-8")

@@ -1,0 +1,264 @@
+"""check.py's command line and the functions verification and grading call (check_units).
+
+    python check.py                 check the kernel file beside this script
+    python check.py PATH            check another .py file, or the exercise cell of an .ipynb
+    python check.py --json          per-case results as JSON
+    python check.py --hint N        hint level N
+    python check.py --report F.md   write a submission report
+    python check.py --bench         check, then time the kernel with the lesson's bench.py (GPU)
+    python check.py --sandbox       run the code under check in the sandbox (Linux, bubblewrap)"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from .common import EXIT_FAIL, EXIT_PASS, EXIT_UNRUNNABLE, HERE, LESSON, msg
+from .environment import missing_packages, platform_message, prepare
+from .bench import print_tables
+from .present import Evaluation, json_result, render_report, write_submission
+from .protocol import Channel
+from .sandbox import sandbox_problem
+from .static import Target, blank_lines, load_target, review_edits
+from .supervisor import START_MARGIN_S, Supervisor, choose_factory, close_factories, prepare_cases
+from .worker import serve
+from .zygote import zygote_main
+
+
+class Refused(Exception):
+    """The check cannot run as asked (a sandbox that cannot start here); the message says why."""
+
+
+def parse_args(argv):
+    parser = argparse.ArgumentParser(prog="check.py", description=LESSON.get("title", "coursepack check"))
+    parser.add_argument("path", nargs="?", help=msg("help_path"))
+    parser.add_argument("--json", action="store_true", help=msg("help_json"))
+    parser.add_argument("--hint", type=int, metavar="N", help=msg("help_hint"))
+    parser.add_argument("--report", metavar="FILE", help=msg("help_report"))
+    parser.add_argument("--bench", action="store_true", help=msg("help_bench"))
+    parser.add_argument("--timeout", type=float, default=LESSON.get("timeout_s", 120), help=msg("help_timeout"))
+    parser.add_argument("--interpreter", action="store_true", help=msg("help_interpreter"))
+    parser.add_argument("--sandbox", action="store_true", help=msg("help_sandbox"))
+    parser.add_argument("--notebook-cell", action="store_true", help=argparse.SUPPRESS)
+    return parser.parse_args(argv)
+
+
+def show_hint(level):
+    hints = LESSON["hints"]
+    if not 1 <= level <= 4:
+        print(msg("hint_range"))
+        return EXIT_UNRUNNABLE
+    if level > len(hints):
+        print(msg("hint_answer_only"))
+        return EXIT_UNRUNNABLE
+    print(msg("hint_heading", level=level, name=LESSON["hint_names"][level - 1]))
+    print(hints[level - 1])
+    return EXIT_PASS
+
+
+class Session:
+    """The trusted process's tools for checking kernel files: torch and triton prepared, the worker
+    factory started before any case is computed, every case's inputs and expected output."""
+
+    def __init__(self, force_interpreter=False, sandbox=False, hidden=(), checker=None, limits=None, seed_cache=None,
+                 start_margin=START_MARGIN_S):
+        if sandbox:
+            why = sandbox_problem()
+            if why:
+                raise Refused(msg("sandbox_missing", why=why))
+        started = time.monotonic()
+        self.setup = prepare(force_interpreter)
+        self.import_s = time.monotonic() - started
+        import torch
+        if sandbox and self.setup["use_gpu"] and not os.path.exists("/dev/nvidia-uvm"):
+            torch.cuda.init()   # creates /dev/nvidia-uvm, which the sandbox cannot (no setuid there)
+        self.sandbox = "bubblewrap" if sandbox else None
+        self.start_margin = start_margin
+        self.factory = choose_factory(self.setup, sandbox, checker=checker, hidden=hidden, limits=limits,
+                                      seed_cache=seed_cache)
+        self.prepared = prepare_cases(torch, self.setup["use_gpu"])
+
+    def evaluate(self, target, timeout, notebook=False):
+        edits, fill = review_edits(target.text, notebook or target.cell is not None)
+        blank = blank_lines(target.text)
+        if blank:
+            return Evaluation(target, edits, fill, blank)
+        supervisor = Supervisor(self.factory, self.prepared, target, timeout, sandboxed=self.sandbox is not None,
+                                start_margin=self.start_margin)
+        results = supervisor.run([c["id"] for c in LESSON["cases"]])
+        return Evaluation(target, edits, fill, blank, supervisor.env, results, supervisor.load_error,
+                          supervisor.timing, supervisor.flags(), self.sandbox)
+
+    def close(self):
+        """The factory stays for later sessions of this process (closed at its exit)."""
+
+
+def evaluate_static(target, notebook=False):
+    edits, fill = review_edits(target.text, notebook or target.cell is not None)
+    return Evaluation(target, edits, fill, blank_lines(target.text))
+
+
+def check(args, out=print, display=None):
+    missing = missing_packages()
+    if missing:
+        out(platform_message(missing))
+        return EXIT_UNRUNNABLE
+    with tempfile.TemporaryDirectory(prefix="coursepack-check-") as workdir:
+        target = load_target(args.path, workdir, display)
+        notebook = args.notebook_cell
+        ev = evaluate_static(target, notebook)
+        session = None
+        if not ev.blank:
+            try:
+                hidden = [str(Path(target.path).resolve().parent), os.getcwd()]
+                session = Session(args.interpreter, args.sandbox, hidden=hidden)
+            except Refused as exc:
+                out(str(exc))
+                return EXIT_UNRUNNABLE
+            ev = session.evaluate(target, args.timeout, notebook)
+            session.close()
+        lines, status = render_report(ev)
+        if args.json:
+            data = json_result(ev, status)
+            data["timing"] = dict(ev.timing, parent_import_s=round(session.import_s if session else 0.0, 3))
+            out(json.dumps(data, ensure_ascii=False, indent=1))
+        else:
+            out("\n".join(lines))
+        if args.report:
+            write_submission(args.report, ev, lines, status)
+            if not args.json:
+                out(msg("report_written", file=args.report))
+        code = {"pass": EXIT_PASS, "fail": EXIT_FAIL}.get(status, EXIT_UNRUNNABLE)
+        if args.bench and not args.json:
+            no_gpu = ev.env is not None and ev.env.get("interpreter") and not args.interpreter
+            code = bench_after_check(target, status, out, no_gpu)
+        return code
+
+
+def bench_after_check(target, status, out, no_gpu=False):
+    """--bench: time only a kernel that passed its cases, with the lesson's own bench.py, in a
+    process of its own; its tables come back as JSON and are printed here."""
+    if status != "pass":
+        out(msg("bench_after_failures" if status == "fail" else "bench_not_run"))
+        return EXIT_FAIL if status == "fail" else EXIT_UNRUNNABLE
+    if not LESSON.get("bench"):
+        out(msg("bench_none"))
+        return EXIT_UNRUNNABLE
+    if no_gpu:   # the cases ran in the interpreter because torch sees no GPU: bench.py would say so
+        out(msg("bench_needs_gpu"))
+        return EXIT_UNRUNNABLE
+    out("")
+    with tempfile.TemporaryDirectory(prefix="coursepack-bench-") as folder:
+        report = Path(folder) / "bench.json"
+        done = subprocess.run([sys.executable, str(HERE / LESSON["bench"]), "--kernel", str(target.path),
+                               "--json", str(report)], capture_output=True, text=True)
+        try:
+            result = json.loads(report.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            out(done.stdout.strip()[-2000:] + done.stderr.strip()[-2000:])
+            return EXIT_UNRUNNABLE
+    print_tables(result, out)
+    if result.get("timers_replaced"):
+        out(msg("bench_timers_replaced", names=", ".join(map(str, result["timers_replaced"]))))
+        return EXIT_FAIL
+    return EXIT_PASS if all((result.get("checks") or {}).values()) else EXIT_FAIL
+
+
+def check_units(units, jobs, timeout, session):
+    """Verification and grading: the cases of many kernel files ({"id", "path"} each), several at
+    once, each in workers of its own, every case computed once in the session. Returns each
+    unit's JSON result (as --json gives it, plus the report's text and timing)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    def one(unit):
+        started = time.monotonic()
+        path = Path(unit["path"])
+        target = Target(path, unit["path"], path.read_text(encoding="utf-8"))
+        ev = session.evaluate(target, timeout)
+        lines, status = render_report(ev)
+        data = json_result(ev, status)
+        data["text"] = "\n".join(lines)
+        data["seconds"] = round(time.monotonic() - started, 2)
+        data["timing"] = ev.timing
+        return unit["id"], data
+
+    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+        return dict(pool.map(one, units))
+
+
+class CheckFailed(Exception):
+    """Raised by check_notebook so that a notebook run stops at a failing check cell."""
+
+
+def check_notebook(entry_function):
+    """The notebook's check cell: check the cell that defined entry_function with check.py in a
+    fresh process (this kernel has run the code under check: it cannot judge it), same output."""
+    import inspect
+    import linecache
+    source_file = inspect.getsourcefile(entry_function)
+    text = "".join(linecache.getlines(source_file)) if source_file else ""
+    if not text:
+        raise CheckFailed(msg("no_cell_source"))
+    with tempfile.TemporaryDirectory(prefix="coursepack-cell-") as workdir:
+        path = Path(workdir) / LESSON["module"]
+        path.write_text(text, encoding="utf-8")
+        done = subprocess.run([sys.executable, str(HERE / "check.py"), str(path), "--notebook-cell"],
+                              capture_output=True, text=True, encoding="utf-8", errors="replace")
+    print(done.stdout, end="")
+    if done.returncode != EXIT_PASS:
+        raise CheckFailed(msg("notebook_failed"))
+
+
+def worker_main():
+    """`check.py --worker`: one worker as a fresh process (where no factory can fork one): the
+    protocol on the stdin and stdout it was started with, its own prints to stderr."""
+    started = time.monotonic()
+    setup = prepare(os.environ.get("COURSEPACK_INTERPRETER") == "1")
+    reader = os.fdopen(os.dup(0), "rb")
+    writer = os.fdopen(os.dup(1), "wb")
+    os.dup2(2, 1)
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(devnull, 0)
+    sys.stdout = open(1, "w", encoding="utf-8", errors="replace", buffering=1, closefd=False)
+    serve(Channel(reader, writer), setup["use_gpu"], started)
+    return 0
+
+
+def main(argv=None):
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["--worker"]:
+        return worker_main()
+    if argv[:1] == ["--zygote"]:
+        zygote_main(int(os.environ["COURSEPACK_CTL_FD"]), os.environ.get("COURSEPACK_INTERPRETER") == "1")
+        return 0
+    args = parse_args(argv)
+    if args.hint is not None:
+        return show_hint(args.hint)
+    display = msg("notebook_cell") if args.notebook_cell else None
+    return check(args, display=display)
+
+
+def exit_now(code):
+    """Leave without Python's clean-up: with torch and triton loaded it takes most of a second, and
+    nothing is left to do (files are closed, children stopped, output flushed here)."""
+    if isinstance(code, str):
+        print(code, file=sys.stderr)
+        code = 1
+    close_factories()   # the workers' factory and its folders (os._exit runs no atexit)
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            code = code or 1   # a closed or broken stdout (a pipe whose reader left)
+    os._exit(code or 0)
+
+
+if __name__ == "__main__":
+    try:
+        result = main()
+    except SystemExit as stop:   # argparse, and a file that does not exist
+        result = stop.code
+    exit_now(result)

@@ -1,0 +1,216 @@
+"""What the student (or the instructor) reads: lines in the pack's language, the score, the JSON,
+the submission report. Made in the trusted process from the verdicts and what was seen."""
+import json
+from pathlib import Path
+
+from .common import HERE, LESSON, msg
+
+
+class Evaluation:
+    """Everything a check found about one target."""
+
+    def __init__(self, target, edits, fill, blank, env=None, results=None, load_error=None, timing=None,
+                 flags=None, sandbox=None):
+        self.target, self.edits, self.fill, self.blank = target, edits, fill, blank
+        self.env, self.results, self.load_error = env, results or {}, load_error
+        self.timing, self.flags, self.sandbox = timing or {}, flags or {}, sandbox
+
+
+def env_line(env):
+    if env is None:
+        return msg("env_unknown")
+    versions = f"torch {env['torch']} · triton {env['triton']}"
+    if env["interpreter"]:
+        return msg("env_interpreter", versions=versions)
+    return msg("env_gpu", device=env["device"], versions=versions)
+
+
+def version_warning(env):
+    verified = read_verified()
+    if not verified or env is None:
+        return None
+    theirs = (verified.get("torch"), verified.get("triton"))
+    if theirs != (env["torch"], env["triton"]):
+        return msg("version_differs", torch=theirs[0], triton=theirs[1], runner=verified.get("runner_label", ""))
+    return None
+
+
+def read_verified():
+    manifest = HERE / "manifest.json"
+    try:
+        record = json.loads(manifest.read_text(encoding="utf-8")).get("verification")
+    except (OSError, ValueError):
+        return {}
+    return record if isinstance(record, dict) else {}
+
+
+def position_text(position):
+    if len(position) == 2:
+        return msg("position_2d", row=position[0], column=position[1])
+    return ", ".join(str(p) for p in position) if position else "0"
+
+
+def inputs_text(inputs):
+    if len(inputs) == 1:
+        return next(iter(inputs.values()))
+    return ", ".join(f"{name} = {value}" for name, value in inputs.items())
+
+
+def case_detail(result):
+    status = result["status"]
+    reasons = LESSON["reasons"]
+    if status == "fail":
+        reason = result["reason"]
+        if reason in ("wrong_shape", "wrong_dtype"):
+            return [msg(reason, expected=result["expected"], got=result["got"])]
+        if reason == "not_tensor":
+            return [msg("not_tensor", got=result["got_type"])]
+        if reason == "wrote_past_end":
+            return [msg("wrote_past_end_detail", index=result["index"], n=result["n"]),
+                    msg("why", text=reasons["wrote_past_end"])]
+        lines = [msg("mismatch", index=position_text(result["position"]), input=inputs_text(result["inputs"]),
+                     expected=result["expected"], got=result["got"], count=result["count"], n=result["n"])]
+        if reason in reasons:
+            lines.append(msg("why", text=reasons[reason]))
+        return lines
+    if status == "error":
+        return [msg("raised", text=result["text"]) + (msg("at_line", line=result["line"]) if result.get("line") else "")]
+    if status == "fault":
+        return [msg("gpu_fault"), "  " + msg("raised", text=result["text"])]
+    if status == "timeout":
+        return [msg("timed_out", seconds=result["seconds"])]
+    if status == "crash":
+        lines = [msg("crashed", code=result["code"])]
+        return lines + ["  " + l for l in result.get("stderr", "").splitlines()[-3:]]
+    return []
+
+
+FAILED = ("fail", "error", "fault", "timeout", "crash")
+
+
+def score(cases, results):
+    rubric = LESSON["rubric"]
+    points = {}
+    for group in ("normal", "boundary"):
+        ran = [c for c in cases if c["group"] == group and results.get(c["id"], {}).get("status") != "skip"]
+        passed = [c for c in ran if results.get(c["id"], {}).get("status") == "pass"]
+        points[group] = (rubric[group] * len(passed) // len(ran)) if ran else 0
+    return points
+
+
+def header_lines(target, env):
+    lines = [msg("title", lesson=LESSON["title"], locale=LESSON["locale"], edition=LESSON["edition_name"]),
+             msg("file_line", file=target.display if target.cell is None else target.where(1).rsplit(",", 1)[0])]
+    if env is not None:
+        lines.append(env_line(env))
+        if env["interpreter"]:
+            lines.append("  " + msg("interpreter_banner"))
+        warning = version_warning(env)
+        if warning:
+            lines.append("  " + warning)
+    return lines + [""]
+
+
+def load_error_line(target, load_error):
+    kind = load_error["kind"]
+    if kind == "syntax":
+        return msg("syntax_error", where=target.where(load_error["line"] or 1), text=load_error["text"])
+    if kind == "import":
+        where = target.where(load_error["line"]) if load_error.get("line") else target.display
+        return msg("import_error", where=where, text=load_error["text"])
+    if kind == "timeout":
+        return msg("import_timeout", seconds=load_error["seconds"])
+    return msg("worker_crashed", code=load_error.get("code", ""), text=load_error.get("text", ""))
+
+
+def render_report(ev):
+    """All lines a student sees, and the overall status."""
+    target = ev.target
+    lines = header_lines(target, ev.env)
+    if ev.sandbox:
+        lines.insert(-1, "  " + msg("sandbox_on", how=ev.sandbox))
+    if ev.blank:
+        lines += [msg("fill_blank", where=", ".join(target.where(n) for n in ev.blank)), msg("fill_blank_next")]
+        return lines, "blank"
+    if ev.load_error is not None:
+        return lines + [load_error_line(target, ev.load_error)] + flag_lines(ev.flags), "load_error"
+    symbols = {"pass": "PASS", "skip": "SKIP"}
+    for case in LESSON["cases"]:
+        result = ev.results.get(case["id"], {"status": "crash", "code": "?"})
+        name = LESSON["case_names"][case["id"]]
+        if result["status"] == "skip":
+            name += "  (" + LESSON["messages"]["skip_" + result["reason"]] + ")"
+        lines.append(f"  {symbols.get(result['status'], 'FAIL'):4}  {name}")
+        lines += ["        " + d for d in case_detail(result)]
+    if ev.edits:
+        lines += ["", msg("edits_outside", lines=", ".join(map(str, ev.edits)))]
+    lines += flag_lines(ev.flags)
+    points = score(LESSON["cases"], ev.results)
+    rubric = LESSON["rubric"]
+    lines += ["", msg("score", got=points["normal"] + points["boundary"], total=rubric["normal"] + rubric["boundary"],
+                      normal=points["normal"], normal_total=rubric["normal"],
+                      boundary=points["boundary"], boundary_total=rubric["boundary"]),
+              "       " + msg("score_graded", explanation=rubric["explanation"],
+                              questions=rubric["per_question"] * len(LESSON["questions"]),
+                              count=len(LESSON["questions"]))]
+    failed = [c for c in LESSON["cases"] if ev.results.get(c["id"], {}).get("status") not in ("pass", "skip")]
+    lines.append(msg("next_fix") if failed else msg("next_submit"))
+    return lines, "fail" if failed else "pass"
+
+
+def flag_lines(flags):
+    """Notes for the grader beyond the cases: a file that launched no Triton kernel of its own, what
+    it replaced in torch, what it tried that a kernel has no business doing."""
+    lines = []
+    if flags.get("no_triton"):
+        defined = ", ".join(flags.get("kernels_defined") or []) or msg("flag_none")
+        lines.append(msg("flag_no_triton", defined=defined))
+    if flags.get("patched"):
+        lines.append(msg("flag_patched", names=", ".join(flags["patched"])))
+    if flags.get("inputs_modified"):
+        lines.append(msg("flag_inputs_modified", cases=", ".join(flags["inputs_modified"])))
+    for event in flags.get("events") or []:
+        lines.append(msg("flag_event", kind=msg("event_" + event["kind"]) if "event_" + event["kind"] in LESSON["messages"]
+                         else event["kind"], line=event["line"], detail=event["detail"] or event["event"]))
+    if flags.get("protocol"):
+        lines.append(msg("flag_protocol", text=flags["protocol"][0]))
+    return [""] + lines if lines else []
+
+
+def json_result(ev, status):
+    points = score(LESSON["cases"], ev.results) if status in ("pass", "fail") else {"normal": 0, "boundary": 0}
+    return {"lesson": LESSON["lesson"], "locale": LESSON["locale"], "edition": LESSON["edition"],
+            "file": ev.target.display, "status": status, "environment": ev.env, "load_error": ev.load_error,
+            "edits_outside_blank": ev.edits, "fill": ev.fill, "sandbox": ev.sandbox, "flags": ev.flags,
+            "cases": [dict(id=c["id"], group=c["group"], **ev.results.get(c["id"], {"status": "not_run"}))
+                      for c in LESSON["cases"]],
+            "score": points}
+
+
+def write_submission(path, ev, lines, status):
+    target, env, results = ev.target, ev.env, ev.results
+    ran = env is not None and status in ("pass", "fail")
+    if not ran:
+        run_kind = msg("report_static")
+    elif env["interpreter"]:
+        run_kind = msg("report_interpreter")
+    else:
+        run_kind = msg("report_gpu", device=env["device"])
+    failed = [c for c in LESSON["cases"] if results.get(c["id"], {}).get("status") in FAILED]
+    out = [f"# {msg('report_title', lesson=LESSON['title'])}", "",
+           f"- {msg('report_run_kind')}: {run_kind}",
+           f"- {msg('report_environment')}: {env_line(env).partition(': ')[2] if ran else msg('report_static')}",
+           f"- {msg('report_status')}: {status}", "",
+           f"## {msg('report_code')}", "", "```python", target.text.rstrip(), "```", "",
+           f"## {msg('report_output')}", ""]
+    out += (["```text", *lines, "```"] if ran else [msg("report_static"), "", "```text", *lines, "```"])
+    out += ["", f"## {msg('report_failures')}", ""]
+    if failed:
+        for case in failed:
+            out += [f"### {LESSON['case_names'][case['id']]}", "", msg("report_explain_here"), ""]
+    else:
+        out += [msg("report_no_failures"), ""]
+    out += [f"## {msg('report_questions')}", ""]
+    for q in LESSON["questions"]:
+        out += [f"### {q.upper()}", "", msg("report_answer_here"), ""]
+    Path(path).write_text("\n".join(out), encoding="utf-8")

@@ -1,0 +1,127 @@
+"""A case's verdict from the data a worker handed back: shape, dtype, stray writes, values compared
+with the trusted reference, and the most telling reason. Runs only in the trusted process."""
+from .common import LESSON
+from .cases import reference_namespace
+from .protocol import DTYPES, ProtocolError, read_tensor
+
+MAX_NAME = 80   # a worker's free text (a type's name, an error) is cut to a length
+
+
+def judge(torch, case, made, expected, scale, report, payload):
+    """The result of one case: report is the worker's header for it, payload its bytes."""
+    output = report.get("output")
+    if output is None:
+        got_type = str(report.get("got_type", "?"))[:MAX_NAME]
+        return {"status": "fail", "reason": "not_tensor", "got_type": got_type}
+    dtype = output.get("dtype") if isinstance(output, dict) else None
+    size = _size(output)
+    guard = report.get("guard")
+    guard_elements = guard.get("elements", 0) if isinstance(guard, dict) else 0
+    if not isinstance(guard_elements, int) or not 0 <= guard_elements <= 1 << 16 or dtype not in DTYPES:
+        raise ProtocolError(f"an output described as {output!r} with guard {guard!r}")
+    got = read_tensor(torch, output, payload[:size])
+    if tuple(got.shape) != tuple(expected.shape):
+        return {"status": "fail", "reason": "wrong_shape", "expected": list(expected.shape), "got": list(got.shape)}
+    if got.dtype != expected.dtype:
+        return {"status": "fail", "reason": "wrong_dtype", "expected": str(expected.dtype), "got": str(got.dtype)}
+    if guard_elements:
+        stray = _stray_write(torch, guard, payload[size:], got.dtype, got.numel())
+        if stray is not None:
+            return {"status": "fail", "reason": "wrote_past_end", "index": stray, "n": got.numel()}
+    got = got.to(expected.device).double()
+    want = expected.double()
+    bad = compare(torch, want, got, case.get("dtype", "float32"), scale)
+    count = int(bad.sum())
+    if not count:
+        return {"status": "pass", "n": got.numel()}
+    first = tuple(int(i) for i in bad.nonzero()[0])
+    inputs = broadcast_inputs(torch, made, got.shape, want.device)
+    return {"status": "fail", "reason": classify(torch, inputs, want, got, bad), "position": list(first),
+            "inputs": {name: fmt(value[first]) if hasattr(value, "shape") else fmt(value)
+                       for name, value in inputs.items() if value is not None},
+            "expected": fmt(want[first]), "got": fmt(got[first]), "count": count, "n": got.numel()}
+
+
+def _size(output):
+    if not isinstance(output, dict) or output.get("dtype") not in DTYPES or not isinstance(output.get("shape"), list):
+        raise ProtocolError(f"an output described as {output!r}")
+    numel = 1
+    for d in output["shape"]:
+        if not isinstance(d, int) or isinstance(d, bool) or d < 0:
+            raise ProtocolError(f"an output of shape {output['shape']!r}")
+        numel *= d
+    return numel * DTYPES[output["dtype"]]
+
+
+def _stray_write(torch, guard, data, dtype, numel):
+    """Offset (in elements, from the output's first) of a write into the guard bands, or None."""
+    elements, span = guard.get("elements"), guard.get("span")
+    itemsize = DTYPES[str(dtype).replace("torch.", "")]
+    if not isinstance(span, int) or isinstance(span, bool) or span < numel or len(data) != 2 * elements * itemsize:
+        raise ProtocolError(f"guard bands described as {guard!r} with {len(data)} bytes")
+    bands = torch.frombuffer(data, dtype=dtype).double() if data else torch.empty(0, dtype=torch.float64)
+    poison = float(LESSON["poison"])
+    before, after = bands[:elements] != poison, bands[elements:] != poison
+    if bool(after.any()):
+        return span + int(after.nonzero()[0])
+    if bool(before.any()):
+        return int(before.nonzero()[-1]) - elements
+    return None
+
+
+def compare(torch, expected, got, dtype, scale=None):
+    """Bool tensor: True where got differs from expected (NaN equals NaN, +0 equals -0); with a
+    tolerance for dtype, |got - expected| <= atol + rtol * scale (scale: |expected| unless the
+    lesson's error_scale gives another) counts as equal for finite values."""
+    same = (got == expected) | (torch.isnan(got) & torch.isnan(expected))
+    tolerance = (LESSON.get("compare") or {}).get(dtype)
+    if tolerance:
+        finite = torch.isfinite(got) & torch.isfinite(expected)
+        magnitude = expected.abs() if scale is None else scale.double().to(expected.device)
+        close = (got - expected).abs() <= tolerance.get("atol", 0.0) + tolerance.get("rtol", 0.0) * magnitude
+        same |= finite & close
+    return ~same
+
+
+def broadcast_inputs(torch, made, shape, device):
+    """Each input as float64 of the output's shape where it broadcasts to it (scalars stay floats)."""
+    found = {}
+    for name, _, view in made:
+        if not hasattr(view, "shape"):
+            found[name] = view
+            continue
+        try:
+            found[name] = torch.broadcast_to(view.double().to(device), shape)
+        except RuntimeError:
+            found[name] = None
+    return found
+
+
+def classify(torch, inputs, expected, got, bad):
+    """The most telling reason among the differing elements: poison left behind first, then the
+    lesson's own classifier, then a plain wrong value."""
+    poison = float(LESSON["poison"])
+    if bool(((got == poison) & (expected != poison) & bad).any()):
+        return "unwritten"
+    lesson_classify = reference_namespace().get("classify")
+    if lesson_classify is not None:
+        reason = lesson_classify(inputs, expected, got, bad)
+        if reason in LESSON["lesson_reasons"]:
+            return reason
+    return "wrong_value"
+
+
+def fmt(value):
+    value = float(value)
+    if value != value:
+        return "nan"
+    if value in (float("inf"), float("-inf")):
+        return "inf" if value > 0 else "-inf"
+    return repr(value)
+
+
+def inputs_unchanged(report, sent):
+    """False when the worker says the kernel wrote into its inputs (checksums of their storage)."""
+    after = report.get("inputs_crc")
+    return after is None or after == sent
+

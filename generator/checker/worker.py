@@ -1,0 +1,307 @@
+"""The untrusted side: a child process that imports the code under check, runs its entry on the
+inputs it is sent and hands back data only (outputs with their guard bands, timings, the kernels it
+launched, what it tried that a checked kernel has no business doing). It decides nothing: every
+verdict is made from this data by the trusted process (supervisor.py, verdict.py), which never
+imports the code under check.
+
+Before the code under check is imported, the harness is in place: torch.empty and
+torch.empty_like hand out poisoned memory inside guard bands (so a module-level
+`from torch import empty_like` gets the poisoned one too), Triton's launches are recorded, and an
+audit hook notes network, process, signal, file and gc-hunting attempts made from that code."""
+import importlib.util
+import os
+import sys
+import time
+import traceback
+
+from .common import GPU_FAULT_WORDS, GUARD, LESSON
+from .cases import make_inputs
+from .protocol import checksum, tensor_bytes, tensor_header
+
+WATCHED = {"socket.connect": "network", "socket.bind": "network", "socket.sendto": "network",
+           "socket.getaddrinfo": "network", "os.kill": "signal", "os.killpg": "signal",
+           "signal.pthread_kill": "signal", "os.fork": "process", "os.forkpty": "process",
+           "os.posix_spawn": "process", "os.system": "process", "subprocess.Popen": "process",
+           "os.exec": "process", "open": "file", "os.remove": "file", "os.rename": "file",
+           "shutil.rmtree": "file", "gc.get_objects": "gc", "gc.get_referrers": "gc", "gc.get_referents": "gc",
+           "ctypes.dlopen": "ctypes", "object.__setattr__": "patch", "sys.addaudithook": "audit"}
+MAX_EVENTS = 50
+
+
+class Harness:
+    """What the worker watches while the code under check runs."""
+
+    def __init__(self, torch, path, poison):
+        self.torch, self.path, self.poison = torch, os.path.realpath(path), poison
+        self.buffers, self.launched, self.events = [], set(), []
+        self.originals = {}
+
+    def install(self):
+        torch = self.torch
+        empty_like, empty = torch.empty_like, torch.empty
+        self.originals = {"empty_like": empty_like, "empty": empty}
+
+        def poisoned_empty_like(t, *args, **kwargs):
+            plain = empty_like(t, *args, **kwargs)
+            return plain if args else self._poisoned(plain)
+
+        def poisoned_empty(*args, **kwargs):
+            plain = empty(*args, **kwargs)
+            return plain if kwargs.get("out") is not None else self._poisoned(plain)
+
+        torch.empty_like, torch.empty = poisoned_empty_like, poisoned_empty
+        self._record_launches()
+        self.snapshot = {name: getattr(torch, name) for name in dir(torch) if callable(getattr(torch, name, None))}
+        self.tensor_snapshot = dict(vars(torch.Tensor))
+        self.timer_snapshot = clock_functions(torch)
+        sys.addaudithook(self._audit)
+
+    def _poisoned(self, plain):
+        if not plain.is_floating_point() or not plain.numel():
+            return plain
+        span = 1 + sum((size - 1) * stride for size, stride in zip(plain.shape, plain.stride()))
+        buffer = self.torch.full((span + 2 * GUARD,), self.poison, dtype=plain.dtype, device=plain.device)
+        self.buffers.append((buffer, span))
+        return buffer.as_strided(plain.shape, plain.stride(), GUARD)
+
+    def guard_of(self, out):
+        """(span, the guard bands' bytes) when out lies in a poisoned buffer of this case."""
+        if not out.numel():
+            return None
+        for buffer, span in self.buffers:
+            if out.untyped_storage().data_ptr() == buffer.untyped_storage().data_ptr():
+                bands = self.torch.cat([buffer[:GUARD], buffer[GUARD + span:]])
+                return span, tensor_bytes(self.torch, bands)
+        return None
+
+    def _record_launches(self):
+        target, launched = self.path, self.launched
+        classes = []
+        try:
+            from triton.runtime.jit import JITFunction
+            classes.append(JITFunction)
+        except ImportError:
+            pass
+        try:
+            from triton.runtime.interpreter import InterpretedFunction
+            classes.append(InterpretedFunction)
+        except ImportError:
+            pass
+        for cls in classes:
+            original = cls.run
+
+            def run(self, *args, __original=original, **kwargs):
+                fn = getattr(self, "fn", None)
+                code = getattr(fn, "__code__", None)
+                if not kwargs.get("warmup") and code is not None and os.path.realpath(code.co_filename) == target:
+                    launched.add(fn.__name__)
+                return __original(self, *args, **kwargs)
+            cls.run = run
+
+    def _audit(self, event, args):
+        kind = WATCHED.get(event)
+        if kind is None or len(self.events) >= MAX_EVENTS:
+            return
+        frame, depth = sys._getframe(1), 0
+        while frame is not None and depth < 40:
+            if frame.f_code.co_filename == self.path or os.path.realpath(frame.f_code.co_filename) == self.path:
+                break
+            frame, depth = frame.f_back, depth + 1
+        else:
+            return
+        if frame is None:
+            return
+        if kind in ("file", "process", "ctypes", "patch") and depth > 1:
+            return   # torch or triton at work on the code's behalf (a compile, a cache file): not its own act
+        if kind == "file" and event == "open" and args and str(args[0]).startswith(SCRATCH or "\0"):
+            return
+        self.events.append({"kind": kind, "event": event, "line": frame.f_lineno,
+                            "detail": _describe(event, args)})
+
+    def patched(self):
+        """Names of torch functions and Tensor attributes the code under check replaced."""
+        torch = self.torch
+        names = [name for name, value in self.snapshot.items() if getattr(torch, name, None) is not value
+                 and name not in ("empty", "empty_like")]
+        names += [f"Tensor.{name}" for name, value in vars(torch.Tensor).items()
+                  if self.tensor_snapshot.get(name) is not value]
+        names += [name for name, value in clock_functions(torch).items() if self.timer_snapshot.get(name) is not value]
+        return sorted(names)[:20]
+
+
+def clock_functions(torch):
+    """The clocks a measurement reads: replacing one forges a time."""
+    import time
+    found = {f"time.{name}": getattr(time, name) for name in ("perf_counter", "monotonic", "time", "perf_counter_ns")}
+    event = getattr(torch.cuda, "Event", None)
+    for name in ("record", "elapsed_time", "synchronize", "query"):
+        found[f"torch.cuda.Event.{name}"] = getattr(event, name, None)
+    found["torch.cuda.synchronize"] = torch.cuda.synchronize
+    try:
+        import triton.testing
+        found["triton.testing.do_bench"] = triton.testing.do_bench
+    except ImportError:
+        pass
+    return found
+
+
+SCRATCH = None   # the worker's private folder in a sandbox (writes there are its own business)
+
+
+def _describe(event, args):
+    try:
+        if event == "object.__setattr__":
+            return f"{getattr(args[0], '__name__', type(args[0]).__name__)}.{args[1]}"
+        if event == "open":
+            return f"{args[0]} ({args[1] or 'r'})"
+        if event == "subprocess.Popen":
+            return " ".join(map(str, args[1]))[:120] if args[1] else str(args[0])
+        return ", ".join(map(str, args))[:120]
+    except Exception:
+        return ""
+
+
+def import_student(path, name="student_kernel"):
+    sys.path.insert(0, os.path.dirname(os.path.abspath(path)))
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def student_line(exc, path):
+    target = os.path.realpath(path)
+    lines = [frame.lineno for frame in traceback.extract_tb(exc.__traceback__)
+             if os.path.realpath(frame.filename) == target]
+    return lines[-1] if lines else None
+
+
+def is_gpu_fault(torch, exc, device):
+    """True when the process's GPU context is broken: a CUDA error is sticky for its process."""
+    text = f"{type(exc).__name__}: {exc}"
+    if type(exc).__name__ == "AcceleratorError" or any(word in text for word in GPU_FAULT_WORDS):
+        return True
+    if device != "cuda":
+        return False
+    try:
+        torch.cuda.synchronize()
+    except Exception:
+        return True
+    return False
+
+
+def environment(torch, triton, use_gpu):
+    env = {"torch": torch.__version__, "triton": triton.__version__,
+           "python": sys.version.split()[0], "interpreter": not use_gpu}
+    if use_gpu:
+        env["device"] = torch.cuda.get_device_name(0)
+    return env
+
+
+def serve(channel, use_gpu, started):
+    """The worker's life: hello, load the code under check, run the cases it is sent, until told
+    to end (or right after a GPU fault: the process must not be used again)."""
+    import torch
+    import triton
+    if os.environ.get("COURSEPACK_CHILD_THREADS"):   # many workers at once: a small thread pool each
+        torch.set_num_threads(int(os.environ["COURSEPACK_CHILD_THREADS"]))
+    if use_gpu:
+        torch.empty(1, device="cuda")   # the CUDA context: its cost counts as start-up, not as case 1
+    channel.send({"hello": environment(torch, triton, use_gpu), "startup_s": round(time.monotonic() - started, 3)})
+    request, _ = channel.recv()
+    load = request["load"]
+    path = load["path"]
+    if load.get("source") is not None:   # a sandbox: the file travels as text into private scratch
+        with open(path, "w", encoding="utf-8") as handle:
+            handle.write(load["source"])
+    harness = Harness(torch, path, float(LESSON["poison"]))
+    harness.install()
+    loading = time.monotonic()
+    try:
+        module = import_student(path)
+        fn = getattr(module, LESSON["entry"])
+    except SyntaxError as exc:
+        channel.send({"load_error": {"kind": "syntax", "line": exc.lineno, "column": exc.offset, "text": exc.msg},
+                      "events": harness.events})
+        return
+    except BaseException as exc:  # the module may raise anything at import, SystemExit included
+        channel.send({"load_error": {"kind": "import", "line": student_line(exc, path),
+                                     "text": f"{type(exc).__name__}: {exc}"[:400]}, "events": harness.events})
+        return
+    channel.send({"loaded_s": round(time.monotonic() - loading, 3), "patched": harness.patched(),
+                  "events": harness.events})
+    device = "cuda" if use_gpu else "cpu"
+    while True:
+        message = channel.recv(max_payload=1 << 36)
+        if message is None or "end" in message[0]:
+            return
+        header, payload = message
+        result, data = run_one(torch, harness, fn, header, payload, device, path)
+        channel.send(result, data)
+        if result.get("status") == "fault":
+            return
+
+
+def _receive_inputs(torch, header, payload, device):
+    """The case's arguments: fresh tensors from the bytes sent, with the strides declared, each
+    storage inside guard bands of NaN (of the largest value, for integers): a kernel that reads
+    past an input gets the same numbers on every machine, never what happens to lie there.
+    Returns (arguments, [(guarded storage, first element, length) or None per argument])."""
+    values, guarded, offset = [], [], 0
+    for spec in header["inputs"]:
+        if spec["kind"] == "scalar":
+            values.append(float(spec["value"]))
+            guarded.append(None)
+            continue
+        dtype = getattr(torch, spec["dtype"])
+        count = spec["storage"]
+        nbytes = count * torch.tensor([], dtype=dtype).element_size()
+        chunk = payload[offset:offset + nbytes]
+        offset += nbytes
+        fill = float("nan") if dtype.is_floating_point else torch.iinfo(dtype).max
+        storage = torch.full((count + 2 * GUARD,), fill, dtype=dtype, device=device)
+        if count:
+            storage[GUARD:GUARD + count] = torch.frombuffer(chunk, dtype=dtype).to(device)
+        values.append(storage.as_strided(spec["shape"], spec["stride"], spec["offset"] + GUARD))
+        guarded.append((storage, GUARD, count))
+    return values, guarded
+
+
+def run_one(torch, harness, fn, header, payload, device, path):
+    case = header["run"]
+    if header.get("draw"):   # a GPU-only case: its large inputs drawn here, as the trusted side drew them
+        args, guarded = [view for _, _, view in make_inputs(torch, case, device)], []
+    else:
+        args, guarded = _receive_inputs(torch, header, payload, device)
+    harness.buffers.clear()
+    harness.launched.clear()
+    events_before = len(harness.events)
+    started = time.monotonic()
+    try:
+        out = fn(*args)
+        if device == "cuda":
+            torch.cuda.synchronize()
+        seconds = round(time.monotonic() - started, 4)
+        result = {"case": case["id"], "status": "returned", "seconds": seconds}
+        if not isinstance(out, torch.Tensor):
+            result.update(output=None, got_type=type(out).__name__[:80])
+            data = b""
+        else:
+            data = tensor_bytes(torch, out)
+            result["output"] = tensor_header(torch, out)
+            guard = harness.guard_of(out)
+            result["guard"] = None if guard is None else {"elements": GUARD, "span": guard[0]}
+            data += guard[1] if guard is not None else b""
+        if guarded:
+            result["inputs_crc"] = [None if g is None else checksum(tensor_bytes(torch, g[0][g[1]:g[1] + g[2]]))
+                                    for g in guarded]
+    except BaseException as exc:  # the code under check may raise anything, SystemExit included
+        text = str(exc).strip().splitlines()
+        result = {"case": case["id"], "status": "error", "line": student_line(exc, path),
+                  "text": f"{type(exc).__name__}: {text[0] if text else ''}"[:400]}
+        data = b""
+        if is_gpu_fault(torch, exc, device):
+            result["status"] = "fault"
+    result["launched"] = sorted(harness.launched)
+    result["events"] = harness.events[events_before:]
+    return result, data

@@ -1,0 +1,148 @@
+"""The worker factory: a process with torch and triton imported and nothing else of the check in
+it (no input, no reference: it is forked, or started, before the trusted side computes any), that
+forks one worker per request. Forking it is fast (torch is imported once); what a worker does to
+itself (patches, a broken CUDA context, a crash) dies with that worker.
+
+The trusted process talks to it over a SOCK_SEQPACKET control socket, one JSON message each way:
+    -> {"spawn": 3, "sandbox": {...} | null}   with two file descriptors: the worker's data socket
+                                              and the stream for its stdout and stderr
+    <- {"id": 3, "pid": 1234}                 forked
+    -> {"kill": 3}                            stop it (and every process it started)
+    <- {"id": 3, "exit": -9}                  it ended (negative: the signal that ended it)
+The factory ends when the control socket closes, and takes its workers with it."""
+import json
+import os
+import select
+import signal
+import socket
+import sys
+import time
+
+from .environment import prepare, warm_compile_key
+from .protocol import Channel
+from .sandbox import isolate
+from .worker import SCRATCH, serve  # noqa: F401
+
+
+def serve_requests(ctl, setup):
+    """The factory's loop (in the factory process)."""
+    children = {}   # worker id -> pid
+    ctl.send(json.dumps({"ready": setup}).encode())
+    while True:
+        readable, _, _ = select.select([ctl], [], [], 0.05 if children else 1.0)
+        if readable:
+            try:
+                data, fds, _, _ = socket.recv_fds(ctl, 65536, 2)
+            except OSError:
+                data, fds = b"", []
+            if not data:
+                break   # the trusted side is gone
+            request = json.loads(data)
+            if "spawn" in request:
+                pid = os.fork()
+                if pid == 0:
+                    ctl.close()
+                    _worker(fds, request, setup)
+                for fd in fds:
+                    os.close(fd)
+                children[request["spawn"]] = pid
+                ctl.send(json.dumps({"id": request["spawn"], "pid": pid}).encode())
+            elif "kill" in request and request["kill"] in children:
+                _kill(children[request["kill"]])
+        for worker_id, pid in list(children.items()):
+            try:
+                done, status = os.waitpid(pid, os.WNOHANG)
+            except ChildProcessError:
+                done, status = pid, 0
+            if done:
+                del children[worker_id]
+                ctl.send(json.dumps({"id": worker_id, "exit": os.waitstatus_to_exitcode(status)}).encode())
+    for pid in children.values():
+        _kill(pid)
+    os._exit(0)
+
+
+def _kill(pid):
+    for kill in (os.killpg, os.kill):
+        try:
+            kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+
+
+def _worker(fds, request, setup):
+    """In the forked worker: its own process group, its descriptors, the sandbox's second layer
+    when asked, then the worker's life. Never returns."""
+    global SCRATCH
+    code = 0
+    try:
+        started = time.monotonic()
+        os.setpgid(0, 0)
+        _die_with_parent()
+        data_fd, err_fd = fds
+        _redirect_output(err_fd)
+        if request.get("sandbox") is not None:
+            SCRATCH = isolate(request["sandbox"].get("limits"))
+        sock = socket.socket(fileno=data_fd)
+        channel = Channel(sock.makefile("rb"), sock.makefile("wb"))
+        serve(channel, setup["use_gpu"], started)
+    except BaseException:
+        import traceback
+        traceback.print_exc()
+        code = 1
+    finally:
+        try:
+            sys.stdout.flush()
+            sys.stderr.flush()
+        finally:
+            os._exit(code)
+
+
+def _die_with_parent():
+    try:
+        import ctypes
+        ctypes.CDLL(None).prctl(1, signal.SIGKILL, 0, 0, 0)   # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+
+
+def _redirect_output(err_fd):
+    """The code under check prints into the err stream (the trusted side keeps its tail): nothing it
+    prints reaches the student's terminal or the checker's own output."""
+    os.dup2(err_fd, 1)
+    os.dup2(err_fd, 2)
+    os.close(err_fd)
+    sys.stdout = open(1, "w", encoding="utf-8", errors="replace", buffering=1, closefd=False)
+    sys.stderr = open(2, "w", encoding="utf-8", errors="backslashreplace", buffering=1, closefd=False)
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(devnull, 0)
+    os.close(devnull)
+
+
+def zygote_main(ctl_fd, force_interpreter):
+    """`check.py --zygote`: a factory started as a fresh process (in bubblewrap, or where this
+    process could not be forked from): imports torch and triton itself."""
+    _die_with_parent()
+    ctl = socket.socket(fileno=ctl_fd)
+    setup = prepare(force_interpreter)
+    if setup["use_gpu"]:
+        warm_compile_key()
+    serve_requests(ctl, setup)
+
+
+def fork_zygote(setup):
+    """A factory forked from this process (torch and triton already imported here, no CUDA started,
+    no case computed yet). Returns the trusted side's end of the control socket."""
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    pid = os.fork()
+    if pid == 0:
+        try:
+            ours.close()
+            _die_with_parent()
+            _redirect_output(os.open(os.devnull, os.O_WRONLY))
+            serve_requests(theirs, setup)
+        finally:
+            os._exit(1)
+    theirs.close()
+    return ours, pid
+

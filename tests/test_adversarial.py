@@ -1,0 +1,135 @@
+"""The adversarial corpus (tests/adversarial/): submissions written to get a verdict they do not
+deserve or to break out of the checker, each run through the trusted checker the way grading runs
+it (one session, many kernel files), in the sandbox and, for those that cannot harm this machine,
+without it. Each must get the verdict of its `# expect:` lines, and no file may crash or stall the
+checker. A small copy of lesson 3 (five cases) keeps the corpus fast in the interpreter."""
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO, has_cuda, load_checker, options_for, unzip
+
+CORPUS = Path(__file__).parent / "adversarial"
+ATTACKS = sorted(p for p in CORPUS.glob("*.py") if not p.name.startswith("_"))
+KEEP = ["seed", "tail_257", "random_f16", "empty", "special_f32"]
+
+
+def expectations(path: Path) -> dict:
+    found = {}
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if line.startswith("# expect:"):
+            for part in line.removeprefix("# expect:").split(";"):
+                key, _, value = part.strip().partition("=")
+                found[key] = value.strip() if value else True
+    return found
+
+
+def test_the_corpus_is_what_the_issue_lists():
+    assert len(ATTACKS) >= 15
+    for path in ATTACKS:
+        assert expectations(path).get("status") in ("pass", "fail", "load_error"), path.name
+
+
+@pytest.fixture(scope="module")
+def small_pack(tmp_path_factory) -> Path:
+    """Lesson 3's exercise pack (English) with five of its cases (its mistakes cut to match),
+    built without verification."""
+    from ruamel.yaml import YAML
+    from generator.build import build
+    root = tmp_path_factory.mktemp("corpus")
+    shutil.copytree(REPO / "content", root / "content", ignore=shutil.ignore_patterns(".i18n"))
+    shutil.copytree(REPO / "templates", root / "templates")
+    path = root / "content" / "lessons" / "lesson03_relu" / "lesson.yaml"
+    yaml = YAML()
+    spec = yaml.load(path.read_text(encoding="utf-8"))
+    checks = spec["checks"]
+    checks["cases"] = [case for case in checks["cases"] if case["id"] in KEEP]
+    mistakes = []
+    for mistake in checks["mistakes"]:
+        fails = mistake["fails"]
+        if isinstance(fails, list):
+            fails = [case for case in fails if case in KEEP]
+            if not fails:
+                continue
+        else:
+            fails = {"all_except": [case for case in fails["all_except"] if case in KEEP]}
+        mistake["fails"] = fails
+        if "reasons" in mistake:
+            mistake["reasons"] = {case: reason for case, reason in mistake["reasons"].items() if case in KEEP}
+        mistakes.append(mistake)
+    checks["mistakes"] = mistakes
+    with open(path, "w", encoding="utf-8") as handle:
+        yaml.dump(spec, handle)
+    for text in path.parent.glob("text.*.yaml"):   # the cases' names, and their translation stamps
+        data = yaml.load(text.read_text(encoding="utf-8"))
+        for case in [c for c in data["checker"]["cases"] if c not in KEEP]:
+            del data["checker"]["cases"][case]
+            data.get("source_hashes", {}).pop(f"checker.cases.{case}", None)
+        with open(text, "w", encoding="utf-8") as handle:
+            yaml.dump(data, handle)
+    options = options_for(root, verify=False, lessons=("lesson03_relu",), locales=("en",))
+    build(options, progress=lambda _: None)
+    unzip(root / "build" / "dist" / "lesson03_relu-en-exercise.zip", root / "packs")
+    return root / "packs" / "lesson03_relu-en-exercise"
+
+
+def run_corpus(pack: Path, tmp_path: Path, sandbox: bool, gpu: bool = False) -> dict:
+    kernel = (CORPUS / "_kernel.py").read_text(encoding="utf-8")
+    units = []
+    for path in ATTACKS:
+        if not sandbox and "sandbox_only" in expectations(path):
+            continue
+        folder = tmp_path / path.stem
+        folder.mkdir()
+        (folder / "relu.py").write_text(kernel + "\n\n" + path.read_text(encoding="utf-8"), encoding="utf-8")
+        units.append({"id": path.stem, "path": str(folder / "relu.py")})
+    checker = load_checker(pack)
+    session = checker.Session(not gpu, sandbox, checker=str(pack / "check.py"), start_margin=30,
+                              limits={"processes": 256, "data_gib": 4, "scratch_mib": 256, "file_mib": 128})
+    return checker.check_units(units, 2, 20, session)
+
+
+def assert_verdicts(results: dict, sandbox: bool) -> None:
+    problems = []
+    for name, data in sorted(results.items()):
+        want = expectations(CORPUS / f"{name}.py")
+        flags = data.get("flags") or {}
+        events = {e["kind"] for e in flags.get("events") or []}
+        if data["status"] != want["status"]:
+            problems.append(f"{name}: status {data['status']}, expected {want['status']}")
+        for flag in filter(None, str(want.get("flags", "")).split(",")):
+            if not flags.get(flag):
+                problems.append(f"{name}: flag {flag} not reported ({flags})")
+        for kind in filter(None, str(want.get("events", "")).split(",")):
+            if kind not in events:
+                problems.append(f"{name}: no '{kind}' event reported ({flags.get('events')})")
+        if want.get("reason") and not any(c.get("reason") == want["reason"] for c in data["cases"]):
+            problems.append(f"{name}: no case shows the reason {want['reason']}")
+        if want.get("stdout_lacks") and want["stdout_lacks"] in data["text"]:
+            problems.append(f"{name}: the report shows the submission's own text {want['stdout_lacks']}")
+    assert not problems, "\n".join(problems)
+
+
+def test_corpus_in_the_sandbox(small_pack, tmp_path):
+    checker = load_checker(small_pack)
+    why = checker.sandbox_problem()
+    if why:
+        pytest.skip(f"no sandbox here: {why}")
+    assert_verdicts(run_corpus(small_pack, tmp_path, sandbox=True), sandbox=True)
+
+
+def test_corpus_without_the_sandbox(small_pack, tmp_path):
+    """A student's own `python check.py`: the verdict still comes from a process the code never
+    touched (the attacks that would harm this machine run only in the sandbox)."""
+    assert_verdicts(run_corpus(small_pack, tmp_path, sandbox=False), sandbox=False)
+
+
+@pytest.mark.cuda
+def test_corpus_on_the_gpu(small_pack, tmp_path):
+    if not has_cuda():
+        pytest.skip("needs a CUDA GPU; none is visible to torch here")
+    checker = load_checker(small_pack)
+    sandbox = checker.sandbox_problem() is None
+    assert_verdicts(run_corpus(small_pack, tmp_path, sandbox=sandbox, gpu=True), sandbox=sandbox)
