@@ -153,7 +153,7 @@ def scan_bundle(path: Path, entries: Iterable[tuple[str, bytes]], prints: dict[s
     this one's prose), the rest (the index, the manifest, the names at the root, the archive
     comment) against every lesson's. The files in lesson folders are not scanned here: the build
     scanned each lesson's as it made them (the manifest's sha256 are theirs). prints: by lesson id."""
-    every = [fp for lesson_prints in prints.values() for fp in lesson_prints]
+    every = list(dict.fromkeys(fp for lesson_prints in prints.values() for fp in lesson_prints))
     found = []
     for name, data in entries:
         if name.count("/") == 1:
