@@ -114,13 +114,15 @@ def _first_hits(kind: str, data: bytes, prints: tuple[Fingerprint, ...]) -> list
 def _first_found(haystack: str, prints: tuple[Fingerprint, ...]) -> str | None:
     """The source of the first fingerprint in haystack. Against thousands of fingerprints (a course
     bundle's index against every lesson's) a fingerprint is looked for only where its first
-    MIN_CHUNK characters occur: linear in the text and the fingerprints, not their product. (A set
-    of the text's pieces costs about as much as 1,000 plain searches of it.)"""
+    MIN_CHUNK characters occur in the text: linear in the text and the fingerprints, not their
+    product. (A pass over the text's pieces costs about as much as 1,000 plain searches of it.)"""
     if len(prints) <= MANY_PRINTS or len(haystack) < MIN_CHUNK:
         return next((fp.source for fp in prints if fp.text in haystack), None)
-    grams = {haystack[i:i + MIN_CHUNK] for i in range(len(haystack) - MIN_CHUNK + 1)}
+    starts = {fp.text[:MIN_CHUNK] for fp in prints}
+    found = {piece for piece in (haystack[i:i + MIN_CHUNK] for i in range(len(haystack) - MIN_CHUNK + 1))
+             if piece in starts}
     return next((fp.source for fp in prints
-                 if (len(fp.text) < MIN_CHUNK or fp.text[:MIN_CHUNK] in grams) and fp.text in haystack), None)
+                 if (len(fp.text) < MIN_CHUNK or fp.text[:MIN_CHUNK] in found) and fp.text in haystack), None)
 
 
 def scan_zip(data: bytes, prints: list[Fingerprint], label: str) -> list[str]:

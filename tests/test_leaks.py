@@ -98,3 +98,19 @@ def test_a_leak_only_in_the_course_bundle_is_found_and_nothing_is_released(conte
     assert {line.split("/")[2] for line in lines} == {"lesson02_vector_add", "lesson03_relu", "lesson04_add_bias"}
     assert {p.name: p.read_bytes() for p in (options.out / "dist").iterdir()} == before
     assert not (options.out / "dist.new").exists()
+
+
+def test_many_fingerprints_find_what_a_plain_search_finds():
+    """Against thousands of fingerprints (a bundle's index against every lesson's) the scan looks
+    where each one's first characters occur: the same first hit as trying each in turn."""
+    import random
+    import string
+    from generator.leaks import MANY_PRINTS, Fingerprint
+    rng = random.Random(3)
+    text = "".join(rng.choice(string.ascii_lowercase) for _ in range(50_000))
+    prints = [Fingerprint(f"p{i}", "".join(rng.choice(string.ascii_lowercase) for _ in range(16)))
+              for i in range(MANY_PRINTS + 500)]
+    assert scan_files({"index.md": text.encode()}, prints, "b") == []
+    planted = prints[:1000] + [Fingerprint("late", text[40_000:40_020]), Fingerprint("short", text[7:12])]
+    planted = prints[1000:] + planted + [Fingerprint("first", text[100:130])]   # order decides which is named
+    assert scan_files({"index.md": text.encode()}, planted, "b") == ["b/index.md: contains answer-only material from late"]
