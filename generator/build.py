@@ -23,9 +23,9 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, Mapping
 
-from generator.archive import recover_dir, replace_dir, zip_pack
+from generator.archive import recover_dir, replace_dir, safe_entry, write_tree, zip_pack
 from generator.errors import CoursepackError, VerificationError
 from generator.translate import release_gate
 from generator.leaks import LeakError, fingerprints, scan_bundle, scan_files, scan_pack_zip
@@ -36,6 +36,7 @@ from generator.render import LessonContext, checker_data, finalize_pack, jinja_e
 from generator.report import report_data, write_reports
 from generator import verify as V
 from generator.bundle import CourseBundle, LessonFolder, lesson_folder
+from generator.quarto import project_leaks, quarto_project
 from generator.cache import BuildCache, read_json, write_json
 from generator.runners import make_runner
 from generator.resources import TEMPLATES   # built in; --templates overrides
@@ -54,6 +55,7 @@ class BuildOptions:
     runner_command: str | None = None
     jobs: int = min(8, os.cpu_count() or 2)
     notebook: bool = True
+    sandbox: str = "auto"   # auto | on | off: the checker's sandbox for the answer and the mistakes
     lessons: tuple[str, ...] = ()
     locales: tuple[str, ...] = ()
     slurm: Any = None   # SlurmSettings, for runner "slurm"
@@ -261,15 +263,19 @@ def _build(options: BuildOptions, progress: Progress, started: float) -> BuildRe
 def _release(content: CourseContent, options: BuildOptions, env, records: dict, hashes: dict | None,
              staging: Path, result: BuildResult) -> None:
     """Every zip into staging, lesson by lesson (made by _release_lesson in options.jobs processes,
-    written by this one), and the course bundles as the lessons come back, in course order (a full
-    build only: a bundle holds every published lesson). hashes: the verified packs' content hashes,
-    or None (--no-verify: each lesson is rendered once, checked and zipped at once)."""
+    written by this one), and the course bundles as the lessons come back, in course order; then
+    the Quarto projects, which generator.quarto makes from every lesson's packs at once (these wait
+    on disk meanwhile). Bundles and projects come from a full build only: they hold every published
+    lesson. hashes: the verified packs' content hashes, or None (--no-verify: each lesson is
+    rendered once, checked and zipped at once)."""
     items = selected(content, options)
     locales = list(dict.fromkeys(locale for _, locale in items))
     bundles = {} if options.lessons else {(locale, edition): CourseBundle(content, locale, edition, env, staging)
                                           for locale in locales for edition in EDITIONS}
     prints: dict[str, dict[str, list]] = {locale: {} for locale in locales}   # for the bundles' leak scans
     problems = []
+    parts = options.out / "work" / "quarto"   # each lesson's packs, for the Quarto projects (a full build)
+    V.clear(parts)
 
     def release(index: int) -> _Released:
         lesson, locale = items[index]
@@ -284,6 +290,8 @@ def _release(content: CourseContent, options: BuildOptions, env, records: dict, 
             prints[locale][lesson.spec.id] = done.prints
             for edition, folder in done.folders.items():
                 bundles[(locale, edition)].add(folder)
+            for pack in done.packs:
+                write_tree(pack, parts)
         for (locale, edition), bundle in bundles.items():
             entries = bundle.finish()   # read back and checked as it is scanned
             label = f"{bundle.name}.zip"
@@ -293,9 +301,19 @@ def _release(content: CourseContent, options: BuildOptions, env, records: dict, 
                 for _ in entries:
                     pass
             result.zips[label] = _sha256(bundle.path)
+        for locale in locales if bundles else []:
+            project = quarto_project(content, locale, {lesson.spec.id: {
+                edition: Pack(lesson.spec.id, locale, edition, _Written(parts / f"{lesson.spec.id}-{locale}-{edition}"))
+                for edition in EDITIONS} for lesson in content.published},
+                {lesson.spec.id: records.get((lesson.spec.id, locale)) for lesson in content.published}, env)
+            data = zip_pack(project)
+            problems += project_leaks(content, locale, data, f"{project.name}.zip")   # its exercise profile
+            (staging / f"{project.name}.zip").write_bytes(data)
+            result.zips[f"{project.name}.zip"] = hashlib.sha256(data).hexdigest()
     finally:
         for bundle in bundles.values():
             bundle.close()
+        V.clear(parts)
     if problems:
         raise LeakError(LEAKS + "\n".join(problems))
 
@@ -308,6 +326,28 @@ class _Released:
     problems: list[str]                   # leaks and drift found
     prints: list                          # the lesson's answer material (leaks.Fingerprint), for its bundle
     folders: dict[str, LessonFolder]      # by edition: its folder in the course bundles, deflated
+    packs: list[Pack]                     # its packs as rendered (before README and manifest): for the
+                                          # Quarto projects, which are made from every lesson at once
+
+
+class _Written(Mapping):
+    """A pack's files as archive.write_tree left them, read when asked for (the Quarto project of a
+    course is made from every lesson's packs; they wait on disk, not in memory)."""
+
+    def __init__(self, root: Path):
+        self.root = root
+
+    def __getitem__(self, name: str) -> bytes:
+        path = self.root / safe_entry(name)
+        if not path.is_file():
+            raise KeyError(name)
+        return path.read_bytes()
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(sorted(p.relative_to(self.root).as_posix() for p in self.root.rglob("*") if p.is_file()))
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
 
 
 def _release_lesson(content: CourseContent, env, lesson: Lesson, locale: str, record: dict | None,
@@ -328,7 +368,7 @@ def _release_lesson(content: CourseContent, env, lesson: Lesson, locale: str, re
         if edition == "exercise":
             problems += scan_pack_zip(final, data, prints, final.name + ".zip")
         zips[f"{final.name}.zip"] = data
-    folders = {}
+    folders, packs = {}, [pack for _, pack in editions.values()] if bundles else []
     if bundles:
         for edition, (ctx, pack) in render_lesson(content, lesson, locale, env, bundle=True).items():
             final = finalize_pack(ctx, env, pack, record)
@@ -337,7 +377,7 @@ def _release_lesson(content: CourseContent, env, lesson: Lesson, locale: str, re
                 bundle = f"{content.course.id}-{locale}-{edition}"
                 problems += scan_files({f"{bundle}/{lesson.spec.id}/{name}": data for name, data in final.files.items()},
                                        prints, f"{bundle}.zip")
-    return _Released(zips, problems, prints, folders)
+    return _Released(zips, problems, prints, folders, packs)
 
 
 _WORK: Callable[[int], Any] | None = None   # what in_processes' workers call (they inherit it when forked)
@@ -393,7 +433,7 @@ def _verify(content: CourseContent, options: BuildOptions, env, runner, out: Pat
             yield V.PackPair(lesson.spec.id, locale, lesson.spec, packs["exercise"], packs["answer"], mistakes,
                              options.notebook)
 
-    outcome = V.verify_all(pairs(), runner, info, cache, out / "work", options.jobs, progress)
+    outcome = V.verify_all(pairs(), runner, info, cache, out / "work", options.jobs, progress, options.sandbox)
     result.verification = {f"{k[0]}/{k[1]}": r for k, r in outcome.records.items()}
     result.cached, result.disagreements = outcome.cached, outcome.disagreements
     result.failed += outcome.failed

@@ -6,6 +6,10 @@ Input: the lesson bench's JSON as the GPU verification recorded it. Generic shap
      "tables": {TABLE_ID: [{"name": str, "ms": float, "gbps": float, "vs_copy": float,
                             "role": "copy" | "baseline" | "kernel", "param": int | None}, ...]}}
 
+A compute-bound table has "tflops" (and "vs_base") in its rows instead of "gbps" (and "vs_copy"),
+and its reference row (cuBLAS, say) has the role "base"; it is drawn the same way, in TFLOP/s,
+with the base row named by its own name where a bandwidth chart says "device copy".
+
 A table whose kernel rows carry two or more distinct numeric params (a BLOCK sweep) becomes a
 line chart of GB/s against the param on a log2 axis, with a horizontal line for the copy row and
 for each baseline row. Any other table becomes horizontal bars of GB/s per row, with the copy
@@ -15,6 +19,7 @@ formats) and uses `currentColor` for text and axes, so it follows the page's lig
 Labels (localized by the caller; `ENGLISH_LABELS` has the defaults):
 
 - ``chart_bandwidth``  axis title for GB/s
+- ``chart_tflops``     axis title for TFLOP/s (a compute-bound table)
 - ``chart_block``      axis title for the param of a sweep (BLOCK); ``param:TABLE_ID`` overrides it
                        for one table (say, BLOCK_M × BLOCK_N)
 - ``chart_copy``       legend name of the copy row
@@ -33,6 +38,7 @@ from html import escape
 
 ENGLISH_LABELS = {
     "chart_bandwidth": "bandwidth (GB/s)",
+    "chart_tflops": "throughput (TFLOP/s)",
     "chart_block": "BLOCK (elements per program, log scale)",
     "chart_copy": "device copy",
     "chart_kernel": "Triton kernel",
@@ -55,9 +61,15 @@ class ChartError(ValueError):
 @dataclass(frozen=True)
 class Row:
     name: str
-    gbps: float
+    gbps: float          # the row's value: GB/s, or TFLOP/s in a compute-bound table
     role: str
     param: int | None
+    unit: str = "GB/s"
+
+    @property
+    def reference(self) -> bool:
+        """The row a table's ratios compare against: the device copy, or a compute table's base."""
+        return self.role in ("copy", "base")
 
 
 def bench_tables(bench: dict) -> list[tuple[str, list[Row]]]:
@@ -67,17 +79,20 @@ def bench_tables(bench: dict) -> list[tuple[str, list[Row]]]:
     tables = []
     for table_id in sorted(raw):
         rows = []
+        flops = bool(raw[table_id]) and isinstance(raw[table_id][0], dict) and "tflops" in raw[table_id][0]
+        key, unit, roles = ("tflops", "TFLOP/s", ("base", "baseline", "kernel")) if flops else \
+            ("gbps", "GB/s", ("copy", "baseline", "kernel"))
         for index, row in enumerate(raw[table_id]):
             try:
                 param = row.get("param")
-                rows.append(Row(str(row["name"]), float(row["gbps"]), str(row["role"]),
-                                None if param is None else int(param)))
+                rows.append(Row(str(row["name"]), float(row[key]), str(row["role"]),
+                                None if param is None else int(param), unit))
             except (KeyError, TypeError, ValueError) as exc:
                 raise ChartError(f"bench table {table_id!r}, row {index + 1}: {exc!r}") from exc
-            if rows[-1].role not in ("copy", "baseline", "kernel"):
+            if rows[-1].role not in roles:
                 raise ChartError(f"bench table {table_id!r}, row {index + 1}: unknown role {rows[-1].role!r}")
             if not math.isfinite(rows[-1].gbps) or rows[-1].gbps < 0:
-                raise ChartError(f"bench table {table_id!r}, row {index + 1}: gbps {rows[-1].gbps!r}")
+                raise ChartError(f"bench table {table_id!r}, row {index + 1}: {key} {rows[-1].gbps!r}")
         if rows:
             tables.append((table_id, rows))
     return tables
@@ -100,7 +115,8 @@ def charts(bench: dict | None, labels: dict[str, str]) -> list[tuple[str, str, s
         title = labels.get("table:" + table_id, table_id)
         subtitle = _fill(labels["chart_subtitle"], bench)
         draw = line_chart if is_sweep(rows) else bar_chart
-        table_labels = {**labels, "_param": labels.get("param:" + table_id, labels["chart_block"])}
+        table_labels = {**labels, "_param": labels.get("param:" + table_id, labels["chart_block"]),
+                        "_value": labels["chart_tflops" if rows[0].unit == "TFLOP/s" else "chart_bandwidth"]}
         out.append((table_id, title, draw(rows, title, subtitle, table_labels)))
     return out
 
@@ -179,7 +195,7 @@ def line_chart(rows: list[Row], title: str, subtitle: str, labels: dict[str, str
     top = 22 + 20 * len(heads) + 20
     left, right, plot_h = 70.0, WIDTH - 24.0, 240.0
     bottom = top + plot_h
-    legend = [(labels["chart_copy"] if r.role == "copy" else r.name, r) for r in lines_]
+    legend = [(labels["chart_copy"] if r.role == "copy" else r.name, r) for r in lines_]   # base rows: their name
     kernel_name = _common_name([r.name for r in kernels]) or labels["chart_kernel"]
     height = bottom + 56 + 20 * (len(legend) + 1) + 8
     ymax, step = _nice_max(max(r.gbps for r in rows))
@@ -193,7 +209,7 @@ def line_chart(rows: list[Row], title: str, subtitle: str, labels: dict[str, str
         return bottom - gbps / ymax * plot_h
 
     svg = _header(title, subtitle, height, heads)
-    svg += _y_axis(left, right, top, bottom, ymax, step, sy, labels["chart_bandwidth"])
+    svg += _y_axis(left, right, top, bottom, ymax, step, sy, labels["_value"])
     for r in kernels:
         x = sx(r.param)
         svg.append(f'<line x1="{_num(x)}" y1="{_num(bottom)}" x2="{_num(x)}" y2="{_num(bottom + 4)}" '
@@ -202,7 +218,7 @@ def line_chart(rows: list[Row], title: str, subtitle: str, labels: dict[str, str
     svg.append(_text((left + right) / 2, bottom + 40, labels["_param"], 12, "middle"))
     styles = {}
     for index, (_, r) in enumerate(legend):
-        color, dash = (COPY, "6 4") if r.role == "copy" else (BASELINES[index % len(BASELINES)], DASHES[(index + 1) % len(DASHES)])
+        color, dash = (COPY, "6 4") if r.reference else (BASELINES[index % len(BASELINES)], DASHES[(index + 1) % len(DASHES)])
         styles[id(r)] = (color, dash)
         svg.append(f'<line x1="{_num(left)}" y1="{_num(sy(r.gbps))}" x2="{_num(right)}" y2="{_num(sy(r.gbps))}" '
                    f'stroke="{color}" stroke-width="2" stroke-dasharray="{dash}"/>')
@@ -222,7 +238,7 @@ def line_chart(rows: list[Row], title: str, subtitle: str, labels: dict[str, str
         color, dash = styles[id(r)]
         svg.append(f'<line x1="{_num(left)}" y1="{_num(y - 4)}" x2="{_num(left + 28)}" y2="{_num(y - 4)}" '
                    f'stroke="{color}" stroke-width="2" stroke-dasharray="{dash}"/>')
-        svg.append(_text(left + 36, y, f"{name}: {r.gbps:.0f} GB/s", 12))
+        svg.append(_text(left + 36, y, f"{name}: {r.gbps:.0f} {r.unit}", 12))
     svg.append("</svg>")
     return "\n".join(svg)
 
@@ -247,13 +263,13 @@ def bar_chart(rows: list[Row], title: str, subtitle: str, labels: dict[str, str]
                    'stroke="currentColor" stroke-opacity="0.15"/>')
         svg.append(_text(x, bottom + 16, f"{tick:.0f}", 11, "middle"))
         tick += step
-    svg.append(_text((left + right) / 2, bottom + 38, labels["chart_bandwidth"], 12, "middle"))
-    copy = next((r for r in rows if r.role == "copy"), None)
+    svg.append(_text((left + right) / 2, bottom + 38, labels["_value"], 12, "middle"))
+    copy = next((r for r in rows if r.reference), None)
     y = top
     baseline_index = 0
     for r in rows:
-        if r.role == "copy":
-            color, name = COPY, labels["chart_copy"]
+        if r.reference:
+            color, name = COPY, labels["chart_copy"] if r.role == "copy" else r.name
         elif r.role == "kernel":
             color, name = KERNEL, r.name
         else:

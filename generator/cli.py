@@ -45,6 +45,9 @@ def _runner_args(parser: argparse.ArgumentParser) -> None:
                              "(default: the CPU count, at most 8: %(default)s)")
     parser.add_argument("--no-notebook", action="store_true",
                         help="skip executing the answer notebook (needs IPython on the runner)")
+    parser.add_argument("--sandbox", choices=("auto", "on", "off"), default="auto",
+                        help="run the answer and the declared mistakes in the checker's sandbox (bubblewrap): "
+                             "auto = where it can run on the runner (the report says which), on = fail without it")
     slurm = parser.add_argument_group("--runner slurm", "settings file (see examples/slurm.yaml) and overrides")
     slurm.add_argument("--slurm-config", type=Path, metavar="FILE", help="YAML settings: partition, account, qos, "
                        "time_limit, gres, sbatch_args, setup_lines, python, staging, max_retries, pending_limit_s ...")
@@ -97,6 +100,7 @@ def _options(args: argparse.Namespace, verify: bool) -> BuildOptions:
                         runner_command=getattr(args, "runner_command", None),
                         jobs=getattr(args, "jobs", None) or min(8, os.cpu_count() or 2),
                         notebook=not getattr(args, "no_notebook", False),
+                        sandbox=getattr(args, "sandbox", "auto"),
                         lessons=tuple(args.lesson), locales=tuple(args.locale),
                         slurm=slurm_settings(args) if getattr(args, "runner", None) == "slurm" else None)
 

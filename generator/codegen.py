@@ -5,9 +5,10 @@ The reference solution is a valid, runnable Python file. Two kinds of marker com
 * ``# @text:KEY`` stands for a comment the student reads; it becomes ``# <KEY's text>`` in the
   pack's language (``code_comments.KEY`` in the lesson's text file).
 * ``# @blank arg=N`` (or ``kw=NAME``) after a statement that is a call marks the blank: the
-  N-th positional argument (or keyword NAME) of that call. The exercise replaces that
-  argument with ``______`` and the marker with the locale's TODO comment; the answer keeps the
-  argument and drops the marker.
+  N-th positional argument (or keyword NAME) of that call. ``# @blank value`` after a one-line
+  assignment (``=``, ``+=``, ...) marks its whole right-hand side instead. The exercise replaces
+  the marked expression with ``______`` and the marker with the locale's TODO comment; the answer
+  keeps it and drops the marker.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from functools import lru_cache
 
 BLANK = "______"
 TEXT_MARKER = re.compile(r"#\s*@text:([A-Za-z0-9_]+)\s*$")
-BLANK_MARKER = re.compile(r"#\s*@blank\s+(?:arg=(\d+)|kw=([A-Za-z_][A-Za-z0-9_]*))\s*$")
+BLANK_MARKER = re.compile(r"#\s*@blank\s+(?:arg=(\d+)|kw=([A-Za-z_][A-Za-z0-9_]*)|(value))\s*$")
 ANY_MARKER = re.compile(r"#\s*@(\w+)")
 
 
@@ -70,7 +71,7 @@ def parse_solution(text: str) -> SolutionSource:
             keys.append(match.group(1))
         elif match := ANY_MARKER.match(comment):
             raise CodeMarkerError(f"unknown marker '@{match.group(1)}' (expected '@text:KEY' or "
-                                  "'@blank arg=N' / '@blank kw=NAME')", line, column + 1)
+                                  "'@blank arg=N' / '@blank kw=NAME' / '@blank value')", line, column + 1)
     if len(blanks) != 1:
         where = ", ".join(f"line {b[0]}" for b in blanks) or "none found"
         raise CodeMarkerError(f"expected exactly one '# @blank' marker ({where})",
@@ -86,6 +87,13 @@ def _comments(text: str) -> list[tuple[int, int, str]]:
 
 
 def _argument_span(tree: ast.Module, line_text: str, line: int, match: re.Match[str]) -> tuple[int, int]:
+    if match.group(3) is not None:   # @blank value: the right-hand side of an assignment
+        values = [node.value for node in ast.walk(tree)
+                  if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)) and node.value is not None
+                  and node.lineno == line]
+        if not values:
+            raise CodeMarkerError("'# @blank value' must follow an assignment on one line", line, 1)
+        return _span(values[0], line_text, line)
     calls = [node.value for node in ast.walk(tree)
              if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call) and node.lineno == line]
     if not calls:
@@ -101,6 +109,11 @@ def _argument_span(tree: ast.Module, line_text: str, line: int, match: re.Match[
         if not found:
             raise CodeMarkerError(f"the call has no keyword argument '{match.group(2)}'", line, 1)
         node = found[0]
+    return _span(node, line_text, line)
+
+
+def _span(node: ast.expr, line_text: str, line: int) -> tuple[int, int]:
+    """Character columns of node on line_text (ast gives UTF-8 byte offsets)."""
     if node.lineno != line or node.end_lineno != line:
         raise CodeMarkerError("the blank's argument must sit on the marker's line", line, 1)
     encoded = line_text.encode("utf-8")

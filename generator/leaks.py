@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable
 
+from generator.checker.join import joined
 from generator.codegen import render_code
 from generator.errors import CoursepackError
 from generator.html import page_text, strip_vendored
@@ -74,7 +75,10 @@ def _public_text(lesson: Lesson, locale: str) -> str:
         question.pop("answer")
     exercise = render_code(lesson.solution, lesson.texts[locale].code_comments,
                            lesson.texts[locale].exercise.todo_comment, answer=False)
-    return json.dumps(data, ensure_ascii=False) + "\n" + exercise
+    # the texts themselves, not their JSON: a line break must stay whitespace (JSON's "\n" would
+    # leave an "n" in the normalised text, and a public sentence that wraps would not be found)
+    # and the checker's own code, the same in every pack (its words are not the lesson's)
+    return "\n".join(_strings(data)) + "\n" + exercise + "\n" + joined()
 
 
 def scan_files(files: dict[str, bytes], prints: list[Fingerprint], label: str) -> list[str]:

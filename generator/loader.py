@@ -272,10 +272,20 @@ def _check_locales(course: Course, locales: dict[str, Locale], root: Path, probl
 
 
 def _same_keys(path: Path, where: str, have: set[str], want: set[str], what: str, problems: ProblemCollector) -> None:
+    """Keys that must match another file's: each problem located (an unknown key at its own line,
+    a missing one at its parent mapping's)."""
+    parent = tuple(where.split("."))
     for key in sorted(want - have):
-        problems.add(path, f"missing (required by {what})", f"{where}.{key}")
+        problems.add(path, f"missing (required by {what})", f"{where}.{key}", *_key_position(path, parent))
     for key in sorted(have - want):
-        problems.add(path, f"unknown key (not in {what})", f"{where}.{key}")
+        problems.add(path, f"unknown key (not in {what})", f"{where}.{key}", *_key_position(path, parent + (key,)))
+
+
+def _key_position(path: Path, keypath: tuple[str, ...]) -> tuple[int, int]:
+    """Line and column of a key in a file already read once (read again for its positions: only
+    when there is a problem to locate)."""
+    doc = load_yaml(path, ProblemCollector(path.parent))
+    return doc.position(keypath, of_key=True) if doc is not None else (0, 0)
 
 
 def _load_lesson(root: Path, lesson_id: str, course: Course, locales: dict[str, Locale],

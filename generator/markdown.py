@@ -17,6 +17,7 @@ from markdown_it.token import Token
 CELL_ROLES = {"exercise": "exercise", "nb-setup": "setup", "nb-check": "check"}
 NOTEBOOK_ONLY = {"nb-setup", "nb-check"}
 EXTERNAL = re.compile(r"^(https?:|mailto:)")
+DIV_LINE = re.compile(r"^\s*:{3}")   # a pandoc fenced div (the Quarto pages' profile blocks and callouts)
 
 
 @dataclass(frozen=True)
@@ -51,6 +52,9 @@ def _unit_problems(text: str) -> tuple[tuple[int, str], ...]:
     found = []
     tokens = _parser(html=True).parse(text)
     lines = text.splitlines()
+    code = {i for t in tokens if t.type in ("fence", "code_block") and t.map for i in range(*t.map)}
+    found += [(i, "a line that starts with ':::' would open or close a block of the course's Quarto pages; "
+                  "reword it or put it in a code span") for i, line in enumerate(lines) if i not in code and DIV_LINE.match(line)]
     for token in tokens:
         line = token.map[0] if token.map else 0
         if token.type == "html_block":

@@ -62,6 +62,7 @@ class Headings(Strict):
 class PageLabels(Strict):
     """Words of lesson.html that are not lesson text: chart axes and legends, link names."""
     chart_bandwidth: Text
+    chart_tflops: Text
     chart_block: Text
     chart_copy: Text
     chart_kernel: Text
@@ -269,6 +270,7 @@ class CheckerText(Strict):
 class MeasuredText(Strict):
     tables: dict[Ident, Text] = {}
     axes: dict[Ident, Text] = {}    # x-axis title of a table's chart, when its param is not BLOCK
+    intro: Text | None = None       # replaces the locale's measured_intro ({device}, {torch}, {triton})
 
 
 class LessonText(Strict):

@@ -267,13 +267,18 @@ def _measured_section(ctx: LessonContext, verification: dict | None) -> str:
     if not bench:
         return ""
     ui, titles = ctx.ui, ctx.text.measured.tables
+    intro = ctx.text.measured.intro or ui.pack.measured_intro
     lines = [f"## {ui.headings.measured}", "",
-             ui.pack.measured_intro.format(device=bench["device"], torch=bench["torch"], triton=bench["triton"],
-                                           elements=f"{bench['n']:,}"), ""]
+             intro.format(device=bench["device"], torch=bench["torch"], triton=bench["triton"],
+                          elements=f"{bench['n']:,}"), ""]
     for table_id, rows in bench.get("tables", {}).items():
-        lines += [f"**{titles.get(table_id, table_id)}**", "", "| | ms | GB/s | vs copy |", "|---|---|---|---|"]
-        lines += [f"| {r['name']} | {r['ms']:.3f} | {r['gbps']:.0f} | {r['vs_copy']:.2f} |" for r in rows]
-        lines.append("")
+        if rows and "tflops" in rows[0]:   # a compute-bound table: TFLOP/s, and the ratio to its base row
+            head = f"| | ms | TFLOP/s | {ui.checker.get('bench_vs_base', 'vs base')} |"
+            body = [f"| {r['name']} | {r['ms']:.3f} | {r['tflops']:.1f} | {r['vs_base']:.2f} |" for r in rows]
+        else:
+            head = "| | ms | GB/s | vs copy |"
+            body = [f"| {r['name']} | {r['ms']:.3f} | {r['gbps']:.0f} | {r['vs_copy']:.2f} |" for r in rows]
+        lines += [f"**{titles.get(table_id, table_id)}**", "", head, "|---|---|---|---|", *body, ""]
     if bench.get("checks"):
         lines += [ui.pack.measured_checks, ""]
         lines += [f"- {'PASS' if ok else 'FAIL'} {name}" for name, ok in sorted(bench["checks"].items())]

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING
 
+from generator.quarto import holds_answers
+
 if TYPE_CHECKING:
     from generator.build import BuildOptions, BuildResult
 
@@ -24,6 +26,7 @@ def report_data(options: "BuildOptions", result: "BuildResult") -> dict:
         "translation_fallbacks": result.fallbacks,
         "tasks": result.tasks,
         "job_ids": result.job_ids,
+        "instructor_only": sorted(name for name in result.zips if holds_answers(name)),   # Quarto projects
     }
 
 
@@ -71,6 +74,10 @@ def report_markdown(data: dict) -> str:
         lines += ["## Failures", ""] + [f"- {f}" for f in data["failed"]] + [""]
     lines += ["## Zips", "", "| file | sha256 |", "|---|---|"]
     lines += [f"| {name} | `{digest}` |" for name, digest in sorted(data["zips"].items())]
+    if data["instructor_only"]:
+        lines += ["", f"**Instructor material, not for students**: {', '.join(data['instructor_only'])}. These Quarto website "
+                  "projects hold the answers (their answer profile); give students only the site that "
+                  "`quarto render --profile exercise` renders."]
     return "\n".join(lines) + "\n"
 
 

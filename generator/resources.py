@@ -7,11 +7,15 @@ from __future__ import annotations
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parent
+MARKER = Path("pack") / "lesson.md.j2"   # a file every template folder of coursepack's holds
 
 
 def builtin_templates() -> Path:
-    installed = PACKAGE / "templates"
-    return installed if installed.is_dir() else PACKAGE.parent / "templates"
+    """The checkout's templates/ when coursepack runs from a checkout, else the installed copy."""
+    for folder in (PACKAGE.parent / "templates", PACKAGE / "templates"):
+        if (folder / MARKER).is_file():
+            return folder
+    return PACKAGE.parent / "templates"
 
 
 TEMPLATES = builtin_templates()

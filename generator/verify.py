@@ -98,12 +98,13 @@ def code_key(code: str) -> str:
 
 
 def verify_all(pairs: Iterable[PackPair], runner: Runner, info: dict, cache: BuildCache, work: Path, jobs: int,
-               progress: Progress) -> Outcome:
+               progress: Progress, sandbox: str = "auto") -> Outcome:
     """pairs: read once, in order, a lesson's locales one after another (a generator may render them
     as they are asked for). Each lesson's pairs not in the cache are written to its job folder as
     they come and then let go of; every task runs afterwards, together (one Slurm job array)."""
     outcome = Outcome()
-    identity = key(runner.identity(), json.dumps(info, sort_keys=True))
+    identity = key(runner.identity(), json.dumps(info, sort_keys=True), sandbox)
+    bench_identity = key(runner.identity(), json.dumps(info, sort_keys=True))   # benches: without the sandbox
     keys, kept, plans, seen = {}, [], [], set()
     for lesson_id, group in itertools.groupby(pairs, key=lambda pair: pair.lesson_id):
         if lesson_id in seen:
@@ -121,7 +122,7 @@ def verify_all(pairs: Iterable[PackPair], runner: Runner, info: dict, cache: Bui
             else:
                 pending.append(pair)
         if pending:
-            plans.append(_plan(pending, work / lesson_id, runner, jobs, identity))
+            plans.append(_plan(pending, work / lesson_id, runner, jobs, bench_identity, sandbox))
         for pair in lesson_pairs:
             pair.release()
         kept += lesson_pairs
@@ -172,7 +173,7 @@ class Plan:
     bench_folder: Path | None = None            # the answer pack it runs in
 
 
-def _plan(pairs: list[PackPair], folder: Path, runner: Runner, jobs: int, identity: str,
+def _plan(pairs: list[PackPair], folder: Path, runner: Runner, jobs: int, bench_identity: str,
           sandbox: str = "auto") -> Plan:
     clear(folder)
     folder.mkdir(parents=True)
@@ -206,7 +207,7 @@ def _plan(pairs: list[PackPair], folder: Path, runner: Runner, jobs: int, identi
     task = Task(pairs[0].lesson_id, folder, ["{python}", "verify_job.py"], JOB_TIMEOUT_S)
     answer = pairs[0].answer
     return Plan(pairs[0].lesson_id, folder, pairs, units, unit_of, task,
-                bench_key(answer, spec, identity) if spec.bench else None, folder / answer.name)
+                bench_key(answer, spec, bench_identity) if spec.bench else None, folder / answer.name)
 
 
 # ---- reading a job's results into steps --------------------------------------------------------

@@ -16,9 +16,11 @@ from pathlib import Path
 from generator.build import BuildOptions, render_all
 from generator.html import strip_vendored
 from generator.loader import load_content
+from generator.quarto import quarto_projects
 from generator.render import finalize_pack, jinja_env
 
 GOLDEN = Path(__file__).resolve().parent / "golden"
+QUARTO_GOLDEN = GOLDEN.with_name("golden_quarto")   # the Quarto projects (tests/test_quarto.py)
 REPO = GOLDEN.parent.parent
 
 
@@ -57,15 +59,25 @@ def checker_data_text(check_py: bytes) -> bytes:
     return (text[start:text.index('""")', start)] + "\n").encode("utf-8")
 
 
+@lru_cache(maxsize=1)
+def current_projects() -> dict[str, dict[str, bytes]]:
+    """Each Quarto project as its golden tree holds it: pages, configuration, README and manifest
+    (its kernel files and checkers are the lesson packs'). Read only."""
+    projects = quarto_projects(*real_course(), {}, jinja_env(BuildOptions().templates))
+    return {p.name: {name: data for name, data in p.files.items() if not name.endswith((".py", ".txt"))}
+            for p in projects}
+
+
 def main() -> None:
-    if GOLDEN.exists():
-        shutil.rmtree(GOLDEN)
-    for name, files in current_packs().items():
-        for file, data in files.items():
-            path = GOLDEN / name / file
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_bytes(data)
-    print(f"rewrote {GOLDEN}; review with: git diff --stat tests/golden")
+    for folder, trees in ((GOLDEN, current_packs()), (QUARTO_GOLDEN, current_projects())):
+        if folder.exists():
+            shutil.rmtree(folder)
+        for name, files in trees.items():
+            for file, data in files.items():
+                path = folder / name / file
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.write_bytes(data)
+    print(f"rewrote {GOLDEN} and {QUARTO_GOLDEN}; review with: git diff --stat tests/golden tests/golden_quarto")
 
 
 if __name__ == "__main__":

@@ -196,9 +196,14 @@ def _middle_page(root: Path) -> Path:
     return pages[len(pages) // 2]
 
 
+def _bundles(packs) -> list[str]:
+    """The course bundles (not the lesson packs, not the Quarto projects)."""
+    return [name for name in packs if not name.startswith("lesson") and not name.endswith("-quarto")]
+
+
 def _two_bundles(packs) -> list[str]:
     """The first exercise bundle and the last answer bundle (two editions, two languages)."""
-    bundles = [name for name in packs if not name.startswith("lesson")]
+    bundles = _bundles(packs)
     return [next(name for name in bundles if name.endswith("-exercise")),
             [name for name in bundles if name.endswith("-answer")][-1]]
 
@@ -208,7 +213,7 @@ def test_course_bundle_pages_link_to_each_other(browser, packs):
     answer bundle, two languages; the others are made the same way): every link to a page reaches
     a file in the bundle; the lesson page draws its figures with the bundle's one mermaid (the
     first with the network switched off), and requests nothing else."""
-    bundles, two = [name for name in packs if not name.startswith("lesson")], _two_bundles(packs)
+    bundles, two = _bundles(packs), _two_bundles(packs)
     for name in bundles:
         root = packs[name]
         lesson_pages = sorted(root.glob("*/lesson.html"))

@@ -27,7 +27,8 @@ def problems(root: Path) -> list[str]:
 
 def test_real_content_loads():
     content = load_content(Path(__file__).parent.parent / "content")
-    assert [lesson.spec.id for lesson in content.published] == ["lesson02_vector_add", "lesson03_relu", "lesson04_add_bias"]
+    assert [lesson.spec.id for lesson in content.published] == ["lesson02_vector_add", "lesson03_relu", "lesson04_add_bias",
+                                                             "lesson05_softmax", "lesson06_matmul"]
     assert set(content.published[0].texts) == {"zh-CN", "en"}
 
 

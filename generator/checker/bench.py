@@ -34,19 +34,36 @@ def row(name, ms, nbytes, copy_ms, role="kernel", param=None):
             "role": role, "param": param}
 
 
+def flops_row(name, ms, flops, base_ms, role="kernel", param=None):
+    """One row of a compute-bound table: TFLOP/s counts the operation's floating-point operations
+    (2 M N K for a matrix product); vs_base = the table's base row's time / this time. The base
+    row (role "base", e.g. cuBLAS) is the one its own vs_base of 1.00 compares against."""
+    return {"name": name, "ms": ms, "tflops": flops / (ms * 1e-3) / 1e12, "vs_base": base_ms / ms,
+            "role": role, "param": param}
+
+
+def table_columns(rows):
+    """(header, key, format) of a table's numeric columns, chosen from its rows' keys."""
+    if rows and "tflops" in rows[0]:
+        return [("ms", "ms", "9.3f"), ("TFLOP/s", "tflops", "8.1f"), (msg("bench_vs_base"), "vs_base", "10.2f")]
+    return [("ms", "ms", "9.3f"), ("GB/s", "gbps", "8.0f"), (msg("bench_vs_copy"), "vs_copy", "10.2f")]
+
+
 def print_tables(result, out=print):
     """A bench's tables (its own JSON, or another process's: every value is read defensively)."""
     try:
-        out(msg("bench_title", device=result["device"], n=result["n"],
+        flops = any("tflops" in r for rows in result["tables"].values() for r in rows)
+        out(msg("bench_title_flops" if flops else "bench_title", device=result["device"], n=result["n"],
                 versions=f"torch {result['torch']} · triton {result['triton']}"))
         for table_id, rows in result["tables"].items():
+            columns = table_columns(rows)
             out(f"\n  {LESSON['bench_tables'].get(table_id, table_id)}")
-            out(f"  {'':44} {'ms':>9} {'GB/s':>8} {msg('bench_vs_copy'):>10}")
+            out(f"  {'':44}" + "".join(f" {head:>{fmt.split('.')[0]}}" for head, _, fmt in columns))
             for r in rows:
-                out(f"  {str(r['name'])[:44]:44} {float(r['ms']):9.3f} {float(r['gbps']):8.0f} {float(r['vs_copy']):10.2f}")
+                out(f"  {str(r['name'])[:44]:44}" + "".join(f" {float(r[key]):{fmt}}" for _, key, fmt in columns))
         for name, ok in sorted((result.get("checks") or {}).items()):
             out(f"  {'PASS' if ok else 'FAIL'}  {name}")
-        out(msg("bench_note"))
+        out(msg("bench_note_flops" if flops else "bench_note"))
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         out(msg("bench_unreadable", text=f"{type(exc).__name__}: {exc}"[:200]))
 

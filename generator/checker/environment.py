@@ -87,7 +87,15 @@ def prepare(force_interpreter=False, threads=None):
     finally:
         gc.enable()
     return {"use_gpu": use_gpu, "forkable": forkable, "mode": wanted, "torch": torch.__version__,
-            "triton": triton.__version__}
+            "triton": triton.__version__, "threads": thread_count()}
+
+
+def thread_count():
+    """This process's threads, native ones included (importing torch starts one of its own)."""
+    try:
+        return len(os.listdir("/proc/self/task"))
+    except OSError:
+        return 0
 
 
 def lean_interpreter():

@@ -15,24 +15,19 @@ HERE = Path(__file__).resolve().parent
 ORDER = ("common", "environment", "static", "protocol", "cases", "verdict", "worker", "sandbox", "zygote",
          "supervisor", "present", "bench", "main")
 DATA_LINE = "LESSON = {}  # coursepack:data"
-HEADER = '''#!/usr/bin/env python3
-"""Self-check for one coursepack lesson. Needs only Python, torch and triton.
-
-    python check.py                 check the kernel file beside this script
-    python check.py PATH            check another .py file, or the exercise cell of an .ipynb
-    python check.py --json          per-case results as JSON
-    python check.py --hint N        hint level N
-    python check.py --report F.md   write a submission report
-    python check.py --bench         check, then time the kernel with the lesson's bench.py (GPU)
-    python check.py --sandbox       run the code under check in a sandbox (Linux, bubblewrap)
-
-This process never imports the code it checks: it computes every case's inputs and expected
+INTRODUCTION = """This process never imports the code it checks: it computes every case's inputs and expected
 output, and workers (child processes) import the code, run it and hand back data only, which is
 judged here. A kernel that hangs, crashes or leaves the GPU in an error state fails its own case,
 and a fresh worker takes the next. The lesson-specific parts (inputs, reference, comparison,
-reasons, messages) are the data block below. Joined by coursepack from generator/checker/.
-"""
-'''
+reasons, messages) are the data block below. Joined by coursepack from generator/checker/."""
+
+
+def _header() -> str:
+    """check.py's docstring: its usage (main.py's) and how it works."""
+    usage = ast.get_docstring(ast.parse((HERE / "main.py").read_text(encoding="utf-8"))).split("\n\n", 1)[1]
+    usage = "\n".join("    " + line for line in usage.splitlines())
+    return ('#!/usr/bin/env python3\n"""Self-check for one coursepack lesson. Needs only Python, torch and triton.\n\n'
+            + usage + "\n\n" + INTRODUCTION + '\n"""\n')
 
 
 class JoinError(Exception):
@@ -85,7 +80,7 @@ def joined() -> str:
         bodies.append(f"# {'-' * 93}\n# {name}.py\n# {'-' * 93}\n\n{body}")
     plain = sorted(i for i in imports if i.startswith("import "))
     froms = sorted(i for i in imports if i.startswith("from "))
-    text = HEADER + "\n".join(plain + froms) + "\n\n\n" + "\n\n".join(bodies)
+    text = _header() + "\n".join(plain + froms) + "\n\n\n" + "\n\n".join(bodies)
     if text.count(DATA_LINE) != 1:
         raise JoinError(f"{HERE}: expected the line '{DATA_LINE}' once in the joined checker")
     return text

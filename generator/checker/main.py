@@ -13,6 +13,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -71,7 +72,7 @@ class Session:
                 raise Refused(msg("sandbox_missing", why=why))
         started = time.monotonic()
         self.setup = prepare(force_interpreter)
-        self.import_s = time.monotonic() - started
+        self.timing = {"import_s": round(time.monotonic() - started, 3)}
         import torch
         if sandbox and self.setup["use_gpu"] and not os.path.exists("/dev/nvidia-uvm"):
             torch.cuda.init()   # creates /dev/nvidia-uvm, which the sandbox cannot (no setuid there)
@@ -79,21 +80,34 @@ class Session:
         self.start_margin = start_margin
         self.factory = choose_factory(self.setup, sandbox, checker=checker, hidden=hidden, limits=limits,
                                       seed_cache=seed_cache)
+        # the first worker starts (CUDA, Triton's compile key) while this process computes the cases
+        self.spare, self.spare_lock = self.factory.start(), threading.Lock()
+        self.timing["factory_s"] = round(time.monotonic() - started - self.timing["import_s"], 3)
+        if getattr(self.factory, "as_root", False):
+            self.sandbox = "bubblewrap, as root in its namespace (the GPU driver is readable by root only here)"
         self.prepared = prepare_cases(torch, self.setup["use_gpu"])
+        self.timing["cases_s"] = round(time.monotonic() - started, 3) - self.timing["import_s"] - self.timing["factory_s"]
 
     def evaluate(self, target, timeout, notebook=False):
         edits, fill = review_edits(target.text, notebook or target.cell is not None)
         blank = blank_lines(target.text)
         if blank:
             return Evaluation(target, edits, fill, blank)
+        with self.spare_lock:
+            spare, self.spare = self.spare, None
         supervisor = Supervisor(self.factory, self.prepared, target, timeout, sandboxed=self.sandbox is not None,
-                                start_margin=self.start_margin)
+                                start_margin=self.start_margin, spare=spare)
         results = supervisor.run([c["id"] for c in LESSON["cases"]])
         return Evaluation(target, edits, fill, blank, supervisor.env, results, supervisor.load_error,
                           supervisor.timing, supervisor.flags(), self.sandbox)
 
     def close(self):
-        """The factory stays for later sessions of this process (closed at its exit)."""
+        """The factory stays for later sessions of this process (closed at its exit); a worker
+        started for a check that never came is stopped."""
+        with self.spare_lock:
+            spare, self.spare = self.spare, None
+        if spare is not None:
+            spare.kill()
 
 
 def evaluate_static(target, notebook=False):
@@ -118,12 +132,14 @@ def check(args, out=print, display=None):
             except Refused as exc:
                 out(str(exc))
                 return EXIT_UNRUNNABLE
+            begun = time.monotonic()
             ev = session.evaluate(target, args.timeout, notebook)
+            session.timing["evaluate_s"] = round(time.monotonic() - begun, 3)
             session.close()
         lines, status = render_report(ev)
         if args.json:
             data = json_result(ev, status)
-            data["timing"] = dict(ev.timing, parent_import_s=round(session.import_s if session else 0.0, 3))
+            data["timing"] = dict(ev.timing, **(session.timing if session else {}))
             out(json.dumps(data, ensure_ascii=False, indent=1))
         else:
             out("\n".join(lines))

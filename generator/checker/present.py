@@ -120,6 +120,8 @@ def load_error_line(target, load_error):
         return msg("import_error", where=where, text=load_error["text"])
     if kind == "timeout":
         return msg("import_timeout", seconds=load_error["seconds"])
+    if load_error.get("code") == "setup":
+        return load_error.get("text", "")
     return msg("worker_crashed", code=load_error.get("code", ""), text=load_error.get("text", ""))
 
 

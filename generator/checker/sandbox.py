@@ -6,31 +6,33 @@ answer and declared mistakes), in two layers:
    only the Python that runs torch and triton mounted back (read-only), a cleared environment, only
    the GPU device nodes, no capabilities, a new session, killed with its parent; as root, it runs
    as nobody (65534).
-2. each worker, forked from that factory, in namespaces of its own (a user, mount, PID, network
-   and IPC namespace): a private scratch folder no other worker sees, a PID namespace whose first
-   process is the worker (when it ends, every process it started ends), no capabilities, no new
-   privileges, not dumpable (no other process may read its memory), and resource limits (CPU
-   time, data, file size, open files, processes).
+2. each worker, forked from that factory, in a process group and user, mount, network and IPC
+   namespaces of its own: a private scratch folder no other worker sees, no capabilities, no new
+   privileges, not dumpable (no other process may read its memory), signals refused to any process
+   outside its group (a seccomp filter), and resource limits (CPU time, data, file size, open
+   files, processes). Stopping a worker stops its group; the whole sandbox ends with its parent.
 
 Where bubblewrap is missing or user namespaces are refused, `sandbox_problem()` names what is missing: a
 grading run refuses rather than run unconfined."""
 import ctypes
 import glob
 import os
-import resource
 import shutil
 import subprocess
 import sys
 
-CLONE_NEWNS, CLONE_NEWIPC, CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET = 0x20000, 0x8000000, 0x10000000, 0x20000000, 0x40000000
+CLONE_NEWNS, CLONE_NEWIPC, CLONE_NEWUSER, CLONE_NEWNET = 0x20000, 0x8000000, 0x10000000, 0x40000000
 MS_NOSUID, MS_NODEV, MS_REC, MS_PRIVATE = 2, 4, 1 << 14, 1 << 18
-PR_SET_PDEATHSIG, PR_SET_DUMPABLE, PR_CAPBSET_DROP, PR_SET_NO_NEW_PRIVS = 1, 4, 24, 38
+PR_SET_DUMPABLE, PR_CAPBSET_DROP, PR_SET_NO_NEW_PRIVS = 4, 24, 38
 NOBODY = 65534
 SCRATCH_ROOT = "/tmp/w"      # a worker's private folder (its own tmpfs, in its own mount namespace)
 SANDBOX_CHECKER, SANDBOX_SEED = "/tmp/.coursepack", "/tmp/.coursepack-triton-seed"
+SANDBOX_GPU_LIBRARIES = "/tmp/.coursepack-gpu"   # the GPU driver's library folders, mounted back
 LIMITS = {"cpu_s": 900, "data_gib": 16, "file_mib": 512, "files": 1024, "processes": 4096, "scratch_mib": 1024}
 # Folders that hold people's files: replaced by empty ones (what Python needs is mounted back).
 HIDDEN = ("/home", "/root", "/tmp", "/var/tmp", "/mnt", "/media", "/srv", "/run/user", "/var/lib", "/var/mail")
+PRIVATE_FILES = ("/etc/shadow", "/etc/gshadow", "/etc/shadow-", "/etc/gshadow-", "/etc/sudoers", "/etc/ssh/ssh_host_rsa_key",
+                 "/etc/ssh/ssh_host_ecdsa_key", "/etc/ssh/ssh_host_ed25519_key")
 
 
 def sandbox_problem():
@@ -82,7 +84,22 @@ def _python_dirs(excluded=()):
     return sorted(w for w in wanted if w not in excluded)
 
 
-def sandbox_command(python, checker, extra_hidden=(), use_gpu=False, seed_cache=None, staging=None):
+def gpu_library_dirs():
+    """The folders of the GPU driver's libraries (LD_LIBRARY_PATH's, and where the loader's cache
+    finds libcuda and NVML): mounted back, in case a hidden or private folder holds them."""
+    found = [d for d in os.environ.get("LD_LIBRARY_PATH", "").split(":") if d and os.path.isdir(d)]
+    try:
+        listing = subprocess.run(["ldconfig", "-p"], capture_output=True, text=True, timeout=10).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        listing = ""
+    for line in listing.splitlines():
+        name, _, path = line.strip().partition(" => ")
+        if name.startswith(("libcuda.so", "libnvidia-ml.so")) and os.path.exists(path):
+            found.append(os.path.dirname(os.path.realpath(path)))
+    return sorted({os.path.realpath(d) for d in found})
+
+
+def sandbox_command(python, checker, extra_hidden=(), use_gpu=False, seed_cache=None, staging=None, as_root=False):
     """The command line that starts the worker factory, `python checker --zygote`, in bubblewrap.
     As root, bubblewrap runs as nobody, who cannot reach folders under a private one (/root): the
     folders to mount back are first bound, in a mount namespace of the command's own (util-linux's
@@ -100,12 +117,19 @@ def sandbox_command(python, checker, extra_hidden=(), use_gpu=False, seed_cache=
         args += ["--tmpfs", folder]
     for folder in _python_dirs(set(hidden) | {checker_dir}):
         binds.append((folder, folder))
+    libraries = []
+    if use_gpu:   # mounted where the sandbox can make a mount point (a root-only folder may hold them)
+        for index, folder in enumerate(gpu_library_dirs()):
+            libraries.append(f"{SANDBOX_GPU_LIBRARIES}/{index}")
+            binds.append((folder, libraries[-1]))
     binds.append((checker_dir, SANDBOX_CHECKER))
     if seed_cache and os.path.isdir(seed_cache):
         binds.append((seed_cache, SANDBOX_SEED))
-    as_root = staging is not None
+    staged = staging is not None
     for index, (source, destination) in enumerate(binds):
-        args += ["--ro-bind", os.path.join(staging, str(index)) if as_root else source, destination]
+        args += ["--ro-bind", os.path.join(staging, str(index)) if staged else source, destination]
+    if as_root:   # root-owned files that only their owner may read stay hidden from a sandbox run as root
+        args += [arg for path in PRIVATE_FILES if os.path.exists(path) for arg in ("--ro-bind", "/dev/null", path)]
     if use_gpu:
         for node in sorted(glob.glob("/dev/nvidia*")):
             if not os.path.isdir(node):
@@ -116,17 +140,24 @@ def sandbox_command(python, checker, extra_hidden=(), use_gpu=False, seed_cache=
     for name in ("LD_LIBRARY_PATH", "CUDA_VISIBLE_DEVICES", "COURSEPACK_CHILD_THREADS"):
         if name in os.environ:
             env[name] = os.environ[name]
+    if libraries:
+        env["LD_LIBRARY_PATH"] = ":".join(libraries)
+        # Triton looks for libcuda through the loader's cache first, whose paths may not be reachable here
+        holding = [library for library, (folder, _) in zip(libraries, [b for b in binds if b[1] in libraries])
+                   if os.path.exists(os.path.join(folder, "libcuda.so.1"))]
+        if holding:
+            env["TRITON_LIBCUDA_PATH"] = holding[0]
     args += ["--clearenv"]
     for name, value in env.items():
         args += ["--setenv", name, value]
     args += ["--dir", SCRATCH_ROOT, "--chdir", "/tmp", python, f"{SANDBOX_CHECKER}/{os.path.basename(checker)}",
              "--zygote"]
-    if not as_root:
+    if not staged:
         return args
     script = "set -e; " + "; ".join(f"mkdir -p {_q(os.path.join(staging, str(i)))}; mount --bind -o ro "
                                     f"{_q(source)} {_q(os.path.join(staging, str(i)))}"
                                     for i, (source, _) in enumerate(binds))
-    script += f"; exec setpriv --reuid={NOBODY} --regid={NOBODY} --clear-groups -- \"$@\""
+    script += "; exec " + ("" if as_root else f"setpriv --reuid={NOBODY} --regid={NOBODY} --clear-groups -- ") + '"$@"'
     return ["unshare", "--mount", "--propagation", "private", "--", "sh", "-c", script, "sh", *args]
 
 
@@ -142,6 +173,20 @@ def sandbox_staging():
     staging = tempfile.mkdtemp(prefix="coursepack-sandbox-")
     os.chmod(staging, 0o755)
     return staging
+
+
+def nobody_reaches_the_gpu(staging):
+    """Whether the GPU driver's library loads in the sandbox run as nobody. Where it does not (a
+    driver installed readable by root only, as on some GPU hosts), the sandbox runs as root in its
+    user namespace instead, with root's private files hidden (sandbox_command's as_root)."""
+    code = "import ctypes; ctypes.CDLL('libcuda.so.1')"
+    argv = sandbox_command(sys.executable, __file__ if os.path.exists(__file__) else sys.argv[0], (), True, None, staging)
+    start = argv.index("--zygote") - 1
+    argv[start:start + 2] = ["-c", code]
+    try:
+        return subprocess.run(argv, capture_output=True, timeout=60).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        return False
 
 
 _libc = None
@@ -162,13 +207,15 @@ def _mount(source, target, kind, flags, data=None):
 
 
 def isolate(limits=None):
-    """In a worker just forked from the sandboxed factory: namespaces of its own, then fork again
-    (the PID namespace takes effect in children). Returns in the new worker (PID 1 of its
-    namespace, scratch folder ready, no capabilities, limits set); the process that called it
-    waits for that worker and leaves with its status, never returning."""
+    """In a worker just forked from the sandboxed factory (its own process group already): user,
+    mount, network and IPC namespaces of its own, a private scratch folder, not dumpable (no other
+    process reads its memory or its files through /proc), no capabilities, no new privileges,
+    limits, and a filter that refuses any signal to a process outside its own process group (its
+    siblings and the factory stay out of reach). Not a PID namespace of its own: CUDA does not
+    start in one that the mounted /proc does not show (error 304, "OS call failed")."""
     limits = dict(LIMITS, **(limits or {}))
     uid, gid = os.getuid(), os.getgid()
-    _call("unshare", CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC)
+    _call("unshare", CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWIPC)
     for name, text in (("setgroups", "deny"), ("uid_map", f"0 {uid} 1"), ("gid_map", f"0 {gid} 1")):
         with open(f"/proc/self/{name}", "w") as handle:
             handle.write(text)
@@ -179,15 +226,50 @@ def isolate(limits=None):
     for name in ("HOME", "TMPDIR"):
         os.environ[name] = SCRATCH_ROOT
     _seed_triton_cache()
-    pid = os.fork()
-    if pid:
-        _wait_and_leave(pid)
-    _call("prctl", PR_SET_PDEATHSIG, 9, 0, 0, 0)
-    _call("prctl", PR_SET_DUMPABLE, 0, 0, 0, 0)
     _drop_capabilities()
     _call("prctl", PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
     set_limits(limits)
+    _refuse_signals_outside(os.getpid(), os.getpgrp())
     return SCRATCH_ROOT
+
+
+# The signal system calls, by architecture: (audit arch, {name: number}).
+SIGNAL_CALLS = {"x86_64": (0xC000003E, {"kill": 62, "tkill": 200, "tgkill": 234, "rt_sigqueueinfo": 129,
+                                        "rt_tgsigqueueinfo": 297, "pidfd_send_signal": 424}),
+                "aarch64": (0xC00000B7, {"kill": 129, "tkill": 130, "tgkill": 131, "rt_sigqueueinfo": 138,
+                                         "rt_tgsigqueueinfo": 240, "pidfd_send_signal": 424})}
+
+
+def _refuse_signals_outside(pid, group):
+    """A seccomp filter: kill, tgkill and their kin succeed only for this process, its group (its
+    children) or 0 (the same); pidfd_send_signal never; anything else fails with EPERM."""
+    import platform
+    found = SIGNAL_CALLS.get(platform.machine())
+    if found is None:
+        return   # another architecture: the namespaces and the uid still apply
+    arch, calls = found
+    allow, refuse = 0x7FFF0000, 0x00050000 | 1   # SECCOMP_RET_ALLOW, SECCOMP_RET_ERRNO | EPERM
+    load, equal, give = 0x20, 0x15, 0x06       # BPF_LD|W|ABS, BPF_JMP|JEQ|K, BPF_RET|K
+    own = [pid & 0xFFFFFFFF, (-group) & 0xFFFFFFFF, 0]
+    targeted = [calls[n] for n in ("kill", "tkill", "tgkill", "rt_sigqueueinfo", "rt_tgsigqueueinfo")]
+    program = [(load, 0, 0, 4), (equal, 1, 0, arch), (give, 0, 0, allow), (load, 0, 0, 0),
+               (equal, 0, 1, calls["pidfd_send_signal"]), (give, 0, 0, refuse)]
+    # each targeted call jumps to the check of its first argument (after the remaining comparisons)
+    for index, number in enumerate(targeted):
+        program.append((equal, len(targeted) - index, 0, number))
+    program += [(give, 0, 0, allow), (load, 0, 0, 16)]
+    for index, value in enumerate(own):
+        program.append((equal, len(own) - index, 0, value))
+    program += [(give, 0, 0, refuse), (give, 0, 0, allow)]
+
+    class Filter(ctypes.Structure):
+        _fields_ = [("code", ctypes.c_ushort), ("jt", ctypes.c_ubyte), ("jf", ctypes.c_ubyte), ("k", ctypes.c_uint)]
+
+    class Program(ctypes.Structure):
+        _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.POINTER(Filter))]
+
+    filters = (Filter * len(program))(*[Filter(*f) for f in program])
+    _call("prctl", 22, 2, ctypes.byref(Program(len(program), filters)), 0, 0)   # PR_SET_SECCOMP, FILTER
 
 
 def _seed_triton_cache():
@@ -204,16 +286,6 @@ def _seed_triton_cache():
         if any(n.endswith(".so") for n in names) and not any(n.endswith((".cubin", ".ptx", ".ttir", ".ttgir", ".llir",
                                                                            ".source", ".json.src")) for n in names):
             shutil.copytree(source, os.path.join(cache, entry))
-
-
-def _wait_and_leave(pid):
-    while True:
-        try:
-            _, status = os.waitpid(pid, 0)
-            break
-        except InterruptedError:
-            continue
-    os._exit(os.waitstatus_to_exitcode(status) % 256 if os.WIFEXITED(status) else 128 + os.WTERMSIG(status))
 
 
 def _drop_capabilities():
@@ -233,6 +305,7 @@ def _drop_capabilities():
 
 
 def set_limits(limits):
+    import resource   # POSIX only: check.py must also start where there is none (Windows)
     gib, mib = 1 << 30, 1 << 20
     for which, value in ((resource.RLIMIT_CPU, limits["cpu_s"]), (resource.RLIMIT_DATA, limits["data_gib"] * gib),
                          (resource.RLIMIT_FSIZE, limits["file_mib"] * mib), (resource.RLIMIT_NOFILE, limits["files"]),

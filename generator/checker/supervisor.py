@@ -14,11 +14,11 @@ import sys
 import threading
 import time
 
-from .common import GUARD, HERE, LESSON, exit_text
+from .common import GUARD, HERE, LESSON, exit_text, msg
 from .cases import error_scale, expected_output, make_inputs, skip_reason
-from .environment import warm_compile_key
+from .environment import thread_count
 from .protocol import Channel, ProtocolError, checksum, tensor_bytes
-from .sandbox import SCRATCH_ROOT, sandbox_command, sandbox_staging
+from .sandbox import SCRATCH_ROOT, nobody_reaches_the_gpu, sandbox_command, sandbox_staging
 from .static import kernels_defined
 from .verdict import judge
 from .zygote import fork_zygote
@@ -136,7 +136,9 @@ class Factory:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         if self.kind == "sandbox":
             self.staging = sandbox_staging()
-            argv = sandbox_command(self.python, self.checker, hidden, self.setup["use_gpu"], seed_cache, self.staging)
+            self.as_root = bool(self.staging and self.setup["use_gpu"] and not nobody_reaches_the_gpu(self.staging))
+            argv = sandbox_command(self.python, self.checker, hidden, self.setup["use_gpu"], seed_cache, self.staging,
+                                   self.as_root)
         else:
             argv = [self.python, self.checker, "--zygote"]
         env = dict(os.environ, COURSEPACK_CTL_FD=str(theirs.fileno()),
@@ -261,8 +263,7 @@ FACTORIES = {}   # one factory per kind of session, for the life of this process
 def choose_factory(setup, sandbox=False, **options):
     """The fastest factory that is safe here, kept for later sessions of this process: a forked
     one when this process may fork GPU children (nothing here asked the driver, triton imported the
-    right way) and has no other thread yet (a fork copies no thread: torch's thread pool, once
-    started, would hang the forked children's parallel loops); a fresh one otherwise."""
+    right way) and has started no thread since it imported torch; a fresh one otherwise."""
     key = json.dumps([setup["use_gpu"], sandbox, sorted(map(str, options.get("hidden") or [])),
                       str(options.get("checker"))])
     factory = FACTORIES.get(key)
@@ -272,9 +273,7 @@ def choose_factory(setup, sandbox=False, **options):
         factory = Factory("sandbox", setup, **options)
     elif os.environ.get("COURSEPACK_SPAWN") or not hasattr(os, "fork") or not hasattr(socket, "send_fds"):
         factory = Factory("spawn", setup, **options)
-    elif setup["forkable"] and _single_threaded():
-        if setup["use_gpu"]:
-            warm_compile_key()   # before the fork: every worker inherits it
+    elif setup["forkable"] and _no_thread_since(setup):
         factory = Factory("fork", setup, **options)
     else:
         factory = Factory("fresh", setup, **options)
@@ -282,11 +281,10 @@ def choose_factory(setup, sandbox=False, **options):
     return factory
 
 
-def _single_threaded():
-    try:
-        return len(os.listdir("/proc/self/task")) == 1
-    except OSError:
-        return threading.active_count() == 1
+def _no_thread_since(setup):
+    """No thread started since torch and triton were imported: a fork copies only the calling
+    thread, and torch's thread pool, once it ran, would hang a forked worker's parallel loops."""
+    return threading.active_count() == 1 and thread_count() <= setup.get("threads", 0)
 
 
 @atexit.register
@@ -299,9 +297,10 @@ def close_factories():
 class Supervisor:
     """Runs the cases of one kernel file in workers; returns the results and what was seen."""
 
-    def __init__(self, factory, prepared, target, timeout, sandboxed=False, start_margin=START_MARGIN_S):
+    def __init__(self, factory, prepared, target, timeout, sandboxed=False, start_margin=START_MARGIN_S, spare=None):
         self.factory, self.prepared, self.target, self.timeout = factory, prepared, target, timeout
         self.sandboxed, self.start_margin = sandboxed, start_margin
+        self.spare = spare   # a worker started earlier (its start overlapped the computing of the cases)
         self.env, self.load_error, self.results = None, None, {}
         self.timing = {"children": 0, "startup_s": 0.0, "loaded_s": 0.0}
         self.seen = {"patched": set(), "events": [], "launched": set(), "inputs_modified": [], "protocol": []}
@@ -323,7 +322,7 @@ class Supervisor:
         if not self.factory.wait_ready(self.timeout + self.start_margin):
             self.load_error = {"kind": "crash", "code": "factory", "text": self.factory.factory_problem() or ""}
             return
-        worker = self.factory.start()
+        worker, self.spare = self.spare or self.factory.start(), None
         if worker is None:
             self.load_error = {"kind": "crash", "code": "factory", "text": self.factory.factory_problem() or
                                "the worker factory is gone"}
@@ -343,6 +342,10 @@ class Supervisor:
         if kind != "frame" or "hello" not in header:
             return self._lost_at_load(worker, kind, header)
         self.env = header["hello"] if isinstance(header["hello"], dict) else None
+        if self.env is None or bool(self.env.get("interpreter")) == bool(self.factory.setup["use_gpu"]):
+            self.load_error = {"kind": "crash", "code": "setup", "text": msg(
+                "worker_mismatch", wanted="GPU" if self.factory.setup["use_gpu"] else "interpreter")}
+            return False
         self.timing["children"] += 1
         self.timing["startup_s"] += float(header.get("startup_s") or 0.0)
         load = {"path": str(self.target.path), "source": None}

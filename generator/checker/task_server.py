@@ -28,6 +28,9 @@ import time
 import traceback
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))   # this checkout's generator package
+from generator.checker.common import leave  # noqa: E402
+
 _WRITE = threading.Lock()
 
 
@@ -66,11 +69,7 @@ def run_child(request):
     except BaseException:
         traceback.print_exc()
     finally:
-        try:
-            sys.stdout.flush()
-            sys.stderr.flush()
-        finally:
-            os._exit(code)
+        leave(code)
 
 
 def reap(tasks, lock):
@@ -94,7 +93,6 @@ def main():
     started = time.monotonic()
     # torch and triton imported as every checker path imports them (TRITON_INTERPRET decided
     # before triton), shared by every child; nothing here starts CUDA
-    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
     from generator.checker.environment import prepare
     prepare(force_interpreter=os.environ.get("TRITON_INTERPRET") == "1")
     write({"ready": round(time.monotonic() - started, 3)})

@@ -1,5 +1,7 @@
 """A case's verdict from the data a worker handed back: shape, dtype, stray writes, values compared
 with the trusted reference, and the most telling reason. Runs only in the trusted process."""
+import inspect
+
 from .common import LESSON
 from .cases import reference_namespace
 from .protocol import DTYPES, ProtocolError, read_tensor
@@ -36,9 +38,12 @@ def judge(torch, case, made, expected, scale, report, payload):
         return {"status": "pass", "n": got.numel()}
     first = tuple(int(i) for i in bad.nonzero()[0])
     inputs = broadcast_inputs(torch, made, got.shape, want.device)
-    return {"status": "fail", "reason": classify(torch, inputs, want, got, bad), "position": list(first),
-            "inputs": {name: fmt(value[first]) if hasattr(value, "shape") else fmt(value)
-                       for name, value in inputs.items() if value is not None},
+    # classify sees an input that does not broadcast to the output (a matrix factor) as it is
+    seen = {name: view.double().to(want.device) if inputs[name] is None else inputs[name] for name, _, view in made}
+    reason = classify(torch, seen, want, got, bad, lambda: storage_views(torch, made, want.device))
+    return {"status": "fail", "reason": reason, "position": list(first),
+            "inputs": {name: (fmt(value[first]) if hasattr(value, "shape") else fmt(value)) if value is not None
+                       else "×".join(map(str, seen[name].shape)) for name, value in inputs.items()},
             "expected": fmt(want[first]), "got": fmt(got[first]), "count": count, "n": got.numel()}
 
 
@@ -97,15 +102,45 @@ def broadcast_inputs(torch, made, shape, device):
     return found
 
 
-def classify(torch, inputs, expected, got, bad):
+def storage_views(torch, made, device):
+    """Each tensor input's whole storage as the kernel could address it: name -> (flat float64
+    tensor of every element of its storage, the view's strides, the view's storage offset)."""
+    found = {}
+    for name, _, view in made:
+        if hasattr(view, "shape"):
+            size = view.untyped_storage().nbytes() // view.element_size()
+            flat = view.as_strided((size,), (1,), 0)
+            found[name] = (flat.double().to(device), tuple(view.stride()), view.storage_offset())
+    return found
+
+
+def _takes_views(fn):
+    """Whether the lesson's classify takes a 5th argument (views); one of 4 never gets it."""
+    try:
+        params = list(inspect.signature(fn).parameters.values())
+    except (TypeError, ValueError):
+        return False
+    if any(p.kind is p.VAR_POSITIONAL for p in params):
+        return True
+    return sum(p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) for p in params) >= 5
+
+
+def classify(torch, inputs, expected, got, bad, views=None):
     """The most telling reason among the differing elements: poison left behind first, then the
-    lesson's own classifier, then a plain wrong value."""
+    lesson's own classifier, then a plain wrong value. views: a function giving storage_views,
+    called only for a lesson classify that takes them."""
     poison = float(LESSON["poison"])
     if bool(((got == poison) & (expected != poison) & bad).any()):
         return "unwritten"
     lesson_classify = reference_namespace().get("classify")
     if lesson_classify is not None:
-        reason = lesson_classify(inputs, expected, got, bad)
+        try:
+            if views is not None and _takes_views(lesson_classify):
+                reason = lesson_classify(inputs, expected, got, bad, views())
+            else:
+                reason = lesson_classify(inputs, expected, got, bad)
+        except Exception:   # the lesson's own code (a GPU case's tensors on another device...):
+            reason = None   # the generic reason; a mistake that declares another shows the bug
         if reason in LESSON["lesson_reasons"]:
             return reason
     return "wrong_value"

@@ -18,6 +18,7 @@ import socket
 import sys
 import time
 
+from .common import leave
 from .environment import prepare, warm_compile_key
 from .protocol import Channel
 from .sandbox import isolate
@@ -27,6 +28,8 @@ from .worker import SCRATCH, serve  # noqa: F401
 def serve_requests(ctl, setup):
     """The factory's loop (in the factory process)."""
     children = {}   # worker id -> pid
+    if setup["use_gpu"]:
+        warm_compile_key()   # here, while the trusted side computes the cases: every worker inherits it
     ctl.send(json.dumps({"ready": setup}).encode())
     while True:
         readable, _, _ = select.select([ctl], [], [], 0.05 if children else 1.0)
@@ -39,7 +42,7 @@ def serve_requests(ctl, setup):
                 break   # the trusted side is gone
             request = json.loads(data)
             if "spawn" in request:
-                pid = os.fork()
+                pid = quiet_fork()
                 if pid == 0:
                     ctl.close()
                     _worker(fds, request, setup)
@@ -91,11 +94,7 @@ def _worker(fds, request, setup):
         traceback.print_exc()
         code = 1
     finally:
-        try:
-            sys.stdout.flush()
-            sys.stderr.flush()
-        finally:
-            os._exit(code)
+        leave(code)
 
 
 def _die_with_parent():
@@ -125,8 +124,6 @@ def zygote_main(ctl_fd, force_interpreter):
     _die_with_parent()
     ctl = socket.socket(fileno=ctl_fd)
     setup = prepare(force_interpreter)
-    if setup["use_gpu"]:
-        warm_compile_key()
     serve_requests(ctl, setup)
 
 
@@ -134,7 +131,7 @@ def fork_zygote(setup):
     """A factory forked from this process (torch and triton already imported here, no CUDA started,
     no case computed yet). Returns the trusted side's end of the control socket."""
     ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-    pid = os.fork()
+    pid = quiet_fork()
     if pid == 0:
         try:
             ours.close()
@@ -146,3 +143,12 @@ def fork_zygote(setup):
     theirs.close()
     return ours, pid
 
+
+
+def quiet_fork():
+    """os.fork without Python 3.12's warning about threads: importing torch starts a native thread
+    that a forked child does not need (the factory is forked before torch runs any work)."""
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        return os.fork()

@@ -1,0 +1,202 @@
+"""The joined checker's pieces, in process: inputs from declarations, layouts, the worker's poisoned
+outputs with guard bands, the trusted side's verdict from a worker's data (stray writes, comparison,
+reasons), the protocol's limits, and the joining itself. No kernel runs here (but the last test)."""
+
+import dataclasses
+import io
+import types
+
+import pytest
+import torch
+
+from generator.checker import join
+
+
+@pytest.fixture()
+def rt():
+    module = types.ModuleType("cp_checker")
+    module.__file__ = str(join.HERE / "check.py")
+    exec(compile(join.joined(), "check.py", "exec"), module.__dict__)
+    module.LESSON.update({
+        "inputs": [{"name": "x", "shape": ["M", "N"]}, {"name": "bias", "shape": ["N"], "draw": {"low": 1, "high": 2}},
+                   {"name": "alpha", "scalar": "0.5"}],
+        "poison": -1024.0, "compare": {"float16": {"rtol": 0.01, "atol": 0.0}}, "lesson_reasons": ["flipped"],
+        "messages": {"position_2d": "row {row}, column {column}"}, "reference": "def reference(x): return x\n",
+    })
+    return module
+
+
+def case(**kw):
+    return {"id": "c", "group": "normal", **kw}
+
+
+def test_inputs_follow_shapes_dims_and_draws(rt):
+    made = rt.make_inputs(torch, case(dims={"M": 3, "N": 5}, values={"alpha": "2.0"}), "cpu")
+    (xn, _, x), (bn, _, b), (an, a, ac) = made
+    assert (xn, bn, an) == ("x", "bias", "alpha")
+    assert x.shape == (3, 5) and b.shape == (5,) and x.is_contiguous()
+    assert bool(((b >= 1) & (b < 2)).all()) and a == ac == 2.0
+    again = rt.make_inputs(torch, case(dims={"M": 3, "N": 5}), "cpu")
+    assert torch.equal(again[0][2], x)   # the same case draws the same values every time
+
+
+def test_layouts_give_views_with_real_strides(rt):
+    logical = rt.make_inputs(torch, case(dims={"M": 4, "N": 6}), "cpu")[0][2]
+    transposed = rt.make_inputs(torch, case(dims={"M": 4, "N": 6}, layout={"x": "transposed"}), "cpu")[0][2]
+    sliced = rt.make_inputs(torch, case(dims={"M": 4, "N": 6}, layout={"x": "sliced"}), "cpu")[0][2]
+    assert torch.equal(transposed, logical) and torch.equal(sliced, logical)
+    assert transposed.stride() == (1, 4) and sliced.stride() == (13, 1)
+    rt.LESSON["inputs"] = [{"name": "x", "shape": ["N"]}]
+    storage, one = rt.make_inputs(torch, case(dims={"N": 7}, layout={"x": "sliced"}), "cpu")[0][1:]
+    assert one.stride() == (2,) and one.shape == (7,) and storage.numel() == 14
+    assert not torch.equal(storage[1::2], one)   # the slack holds other numbers, never the right ones
+
+
+def test_values_without_dims_and_planted_values(rt):
+    rt.LESSON["inputs"] = [{"name": "x", "shape": ["N"]}]
+    exact = rt.make_inputs(torch, case(values={"x": ["1.0", "nan", "-0.0"]}), "cpu")[0][2]
+    assert exact.shape == (3,) and torch.isnan(exact[1]) and str(float(exact[2])) == "-0.0"
+    planted = rt.make_inputs(torch, case(dims={"N": 100}, values={"x": ["inf", "nan"]}), "cpu")[0][2]
+    assert torch.isinf(planted).sum() == 1 and torch.isnan(planted[-1])
+
+
+def test_poisoned_outputs_keep_strides_and_a_stray_write_is_judged(rt, tmp_path):
+    """The worker's allocator poisons before the code under check is imported; the trusted side
+    finds a write past the end in the guard bands it is handed."""
+    x = torch.zeros(6, 4).t()   # shape (4, 6), transposed strides
+    harness = rt.Harness(torch, str(tmp_path / "k.py"), -1024.0)   # not installed: no audit hook here
+    out = harness._poisoned(torch.empty_like(x))
+    flat = harness._poisoned(torch.empty(10))
+    assert out.stride() == x.stride() and bool((out == -1024.0).all()) and bool((flat == -1024.0).all())
+    out.as_strided((1,), (1,), out.storage_offset() + 24)[0] = 1.0   # one element past the end
+    span, bands = harness.guard_of(out)
+    report = {"output": {"dtype": "float32", "shape": [4, 6]}, "guard": {"elements": rt.GUARD, "span": span}}
+    payload = bytearray(rt.tensor_bytes(torch, out) + bands)
+    made = [("x", x, x)]
+    result = rt.judge(torch, case(), made, torch.full((4, 6), -1024.0), None, report, payload)
+    assert result == {"status": "fail", "reason": "wrote_past_end", "index": 24, "n": 24}
+
+
+def test_the_trusted_side_refuses_data_it_did_not_ask_for(rt):
+    expected = torch.zeros(3)
+    good = {"output": {"dtype": "float32", "shape": [3]}}
+    assert rt.judge(torch, case(), [], expected, None, good, bytearray(12))["status"] == "pass"
+    for report, size in (({"output": {"dtype": "object", "shape": [3]}}, 12),
+                         ({"output": {"dtype": "float32", "shape": [4]}}, 12),
+                         ({"output": {"dtype": "float32", "shape": [-3]}}, 12),
+                         ({"output": {"dtype": "float32", "shape": [3]}, "guard": {"elements": 5, "span": 1}}, 12)):
+        with pytest.raises(rt.ProtocolError):
+            rt.judge(torch, case(), [], expected, None, report, bytearray(size))
+    wrong = {"output": {"dtype": "float64", "shape": [3]}}
+    assert rt.judge(torch, case(), [], expected, None, wrong, bytearray(24))["reason"] == "wrong_dtype"
+    assert rt.judge(torch, case(), [], expected, None, {"output": None, "got_type": "x" * 500}, b"")["got_type"] == "x" * 80
+
+
+def test_frames_have_limits(rt):
+    buffer = io.BytesIO()
+    channel = rt.Channel(None, buffer)
+    channel.send({"case": "c"}, b"\0" * 16)
+    channel.send({"done": True})
+    reader = rt.Channel(io.BytesIO(buffer.getvalue()), None)
+    with pytest.raises(rt.ProtocolError):
+        reader.recv(max_payload=8)   # more bytes than the trusted side expects
+    reader = rt.Channel(io.BytesIO(buffer.getvalue()), None)
+    assert reader.recv(max_payload=lambda: 16) == ({"case": "c", "nbytes": 16}, bytearray(16))
+    assert reader.recv()[0] == {"done": True} and reader.recv() is None
+    for bad in (b"\xff\xff\xff\xff", b"\0\0\0\x02[]", b"\0\0\0\x05{{{{{"):
+        with pytest.raises(rt.ProtocolError):
+            rt.Channel(io.BytesIO(bad + b"\0" * 8), None).recv()
+
+
+def test_compare_exact_and_with_tolerance(rt):
+    expected = torch.tensor([float("nan"), 0.0, 1.0, float("inf")], dtype=torch.float64)
+    got = torch.tensor([float("nan"), -0.0, 1.0, float("inf")], dtype=torch.float64)
+    assert not rt.compare(torch, expected, got, "float32").any()
+    near = torch.tensor([float("nan"), 0.0, 1.005, float("inf")], dtype=torch.float64)
+    assert rt.compare(torch, expected, near, "float32").tolist() == [False, False, True, False]
+    assert not rt.compare(torch, expected, near, "float16").any()
+    assert rt.compare(torch, expected, -got, "float16")[3]   # -inf is never close to inf
+    scale = torch.tensor([0.0, 0.0, 0.1, 0.0], dtype=torch.float64)   # a lesson's error_scale
+    assert rt.compare(torch, expected, near, "float16", scale).tolist() == [False, False, True, False]
+
+
+def test_positions_and_reasons(rt):
+    assert rt.position_text([3, 17]) == "row 3, column 17" and rt.position_text([5]) == "5"
+    rt.REFERENCE.update({"classify": lambda inputs, expected, got, bad: "flipped"})
+    expected = torch.tensor([1.0, 2.0], dtype=torch.float64)
+    bad = torch.tensor([True, True])
+    assert rt.classify(torch, {}, expected, torch.tensor([-1024.0, 2.5], dtype=torch.float64), bad) == "unwritten"
+    assert rt.classify(torch, {}, expected, torch.tensor([-1.0, -2.0], dtype=torch.float64), bad) == "flipped"
+    rt.REFERENCE.update({"classify": lambda *a: "not_declared"})
+    assert rt.classify(torch, {}, expected, torch.tensor([0.0, 0.0], dtype=torch.float64), bad) == "wrong_value"
+
+
+def test_gpu_faults_are_recognised_by_type_and_words(rt):
+    class AcceleratorError(RuntimeError):
+        pass
+    assert rt.is_gpu_fault(torch, AcceleratorError("boom"), "cpu")
+    assert rt.is_gpu_fault(torch, RuntimeError("CUDA error: an illegal memory access was encountered"), "cpu")
+    assert not rt.is_gpu_fault(torch, ValueError("shapes differ"), "cpu")
+
+
+def test_static_review_finds_the_kernels_a_file_defines(rt):
+    text = "import triton\n@triton.jit\ndef k(x):\n    pass\n@triton.autotune(configs=[])\n@triton.jit()\ndef t(x):\n" \
+           "    pass\ndef host(x):\n    return x\n"
+    assert rt.kernels_defined(text) == ["k", "t"] and rt.kernels_defined("def (") == []
+
+
+def test_the_joined_checker_refuses_a_name_defined_twice(monkeypatch, tmp_path):
+    for name in join.ORDER:
+        (tmp_path / f"{name}.py").write_text((join.HERE / f"{name}.py").read_text(encoding="utf-8"), encoding="utf-8")
+    (tmp_path / "bench.py").write_text((tmp_path / "bench.py").read_text(encoding="utf-8") + "\n\ndef msg(key):\n    pass\n")
+    monkeypatch.setattr(join, "HERE", tmp_path)
+    join.joined.cache_clear()
+    try:
+        with pytest.raises(join.JoinError, match="'msg' is also defined in common.py"):
+            join.joined()
+    finally:
+        join.joined.cache_clear()
+
+
+def test_lean_interpreter_skips_only_the_overflow_work_the_interpreter_throws_away(rt, monkeypatch):
+    """Without debug the interpreter's device_assert drops the overflow check it was handed, so the
+    checker turns the 64-bit recomputation off: the same results, int32 wrap-around included."""
+    import triton
+    import triton.language as tl
+    from triton.runtime import interpreter
+
+    monkeypatch.setenv("TRITON_INTERPRET", "1")   # read when @triton.jit decorates
+
+    @triton.jit
+    def wrap(x, out, n, BLOCK: tl.constexpr):
+        offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        mask = offsets < n
+        v = tl.load(x + offsets, mask=mask)
+        tl.store(out + offsets, v * 65536 * 65536 + v - 7, mask=mask)
+
+    x = torch.tensor([1, -3, 2**30, 12345, 0], dtype=torch.int32)
+    builder = interpreter.interpreter_builder
+    # as a fresh process has them (a check that ran earlier in this process turned it off); restored after
+    monkeypatch.setattr(builder, "options", dataclasses.replace(builder.options, sanitize_overflow=True))
+    assert builder.options.sanitize_overflow and not builder.options.debug
+    results = []
+    for lean in (False, True):
+        if lean:
+            rt.lean_interpreter()
+        out = torch.empty_like(x)
+        wrap[(2,)](x, out, x.numel(), BLOCK=4)
+        results.append(out)
+    assert not builder.options.sanitize_overflow
+    assert torch.equal(results[0], results[1])
+    assert torch.equal(results[1], x * 65536 * 65536 + x - 7)
+
+
+def test_check_py_starts_without_posix_only_modules(monkeypatch):
+    """Windows has no resource, fcntl or pwd module: check.py must import there (its spawn path)."""
+    import sys
+    for name in ("resource", "fcntl", "pwd", "grp", "termios"):
+        monkeypatch.setitem(sys.modules, name, None)   # import raises ImportError
+    module = types.ModuleType("cp_checker_windows")
+    module.__file__ = str(join.HERE / "check.py")
+    exec(compile(join.joined(), "check.py", "exec"), module.__dict__)
+    assert callable(module.main)
