@@ -84,7 +84,7 @@ def test_a_bundle_carries_mermaid_once(built):
             assert [n for n in names if n.endswith(MERMAID_FILE)] == [f"{path.stem}/{MERMAID_FILE}"]
             assert archive.read(f"{path.stem}/{MERMAID_FILE}") == mermaid_file()
             pages = [n for n in names if n.endswith("/lesson.html")]
-            assert len(pages) == 3
+            assert len(pages) == len(list((built / "dist").glob(f"lesson*-{locale_edition}.zip"))) >= 3
             for name in pages:
                 page = archive.read(name)
                 assert loads_shared_mermaid(page) and mermaid_script()[-300:].encode() not in page
