@@ -1,14 +1,16 @@
 """The pipeline: load -> render -> leak scan -> verify -> zip -> swap build/dist -> report.
 
-Nothing under build/dist changes unless every step succeeded. Lesson by lesson: what a build holds
-at once is one lesson's packs, so its memory is bounded by the largest lesson, not the course.
+Nothing under build/dist changes unless every step succeeded. Lesson by lesson: besides the loaded
+content and small records (sha256, names, fingerprints), a build holds one lesson's packs at a time
+(per worker), not the course's.
 
 - render: each lesson x locale is rendered, leak-scanned and checked for edition drift in turn;
   with verification, its packs go to its job folder (verify_all) and are let go of;
 - verify: every task then runs together (a Slurm build submits one job array);
 - release: each lesson is rendered again (the packs must be the ones verified: their content
-  hashes are compared), finished with its record, zipped, scanned and written to build/dist.new,
-  and added to the course bundles, which are written lesson by lesson too; build/dist.new replaces
+  hashes are compared), finished with its record, zipped and scanned, in -j forked processes; the
+  build process writes its zips to build/dist.new and its folders into the course bundles, which
+  are written lesson by lesson too; the Quarto projects come last; build/dist.new replaces
   build/dist once every zip is there.
 """
 
