@@ -56,15 +56,18 @@ class Firefox:
             [FIREFOX, "--headless", "--no-remote", "--profile", str(self.profile), "--remote-debugging-port=0",
              "--window-size=1000,1300", "about:blank"],
             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=dict(os.environ, MOZ_CRASHREPORTER_DISABLE="1"))
-        url, lines = self._address(timeout)
-        if url is None:
+        self.socket, self.ids, self.events = None, 0, []
+        try:   # a browser that started is stopped, whatever fails next
+            url, lines = self._address(timeout)
+            if url is None:
+                raise RuntimeError(f"{FIREFOX} did not start WebDriver BiDi: {''.join(lines)[-2000:]}")
+            self.socket = websocket.create_connection(f"{url}/session", timeout=timeout, suppress_origin=True)
+            self._call("session.new", {"capabilities": {"alwaysMatch": {"acceptInsecureCerts": False}}})
+            self._call("session.subscribe", {"events": ["log.entryAdded", "network.beforeRequestSent"]})
+            self.context = self._call("browsingContext.getTree", {})["contexts"][0]["context"]
+        except BaseException:
             self.quit()
-            raise RuntimeError(f"{FIREFOX} did not start WebDriver BiDi: {''.join(lines)[-2000:]}")
-        self.socket = websocket.create_connection(f"{url}/session", timeout=timeout, suppress_origin=True)
-        self.ids, self.events = 0, []
-        self._call("session.new", {"capabilities": {"alwaysMatch": {"acceptInsecureCerts": False}}})
-        self._call("session.subscribe", {"events": ["log.entryAdded", "network.beforeRequestSent"]})
-        self.context = self._call("browsingContext.getTree", {})["contexts"][0]["context"]
+            raise
 
     def _address(self, timeout: float) -> tuple[str | None, list[str]]:
         """The BiDi address Firefox prints on stderr (it picked a free port); stderr is drained after."""
@@ -126,7 +129,7 @@ class Firefox:
 
     def quit(self) -> None:
         try:
-            if getattr(self, "socket", None) is not None:
+            if self.socket is not None:
                 self._call("browser.close", {})
                 self.socket.close()
         except Exception:   # already gone: it is stopped below either way
