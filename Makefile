@@ -46,7 +46,7 @@ test-slurm: $(SETUP)
 golden: $(SETUP)
 	$(PY) -m tests.golden_update
 
-# Benchmarks print numbers; they never fail on time. N="1 10" picks the course sizes (default 1 10 100).
+# Benchmarks print numbers; they never fail on time. N="1 10" picks the course sizes (default 1 10 100 1000).
 bench: $(SETUP)
 	$(PY) bench/build_bench.py $(N)
 

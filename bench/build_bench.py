@@ -1,6 +1,22 @@
 """How the build scales: N synthetic lessons (copies of lesson 3 under other ids) x 2 locales x
-2 editions, for N = 1, 10, 100 (or the N given: `python bench/build_bench.py 1 10`, `make bench N="1 10"`).
-Prints total time, median render+zip time per pack, peak memory and the no-op rebuild time.
+2 editions, for N = 1, 10, 100 and 1,000 (or the N given: `python bench/build_bench.py 1 10`,
+`make bench N="1 10"`). Each build is the command an instructor runs (`python -m generator build
+--no-verify`), in a fresh process. Per row:
+
+- build s: the build's own time (report.json: from the command's start of work to its report);
+  ms/pack is that over the lesson packs (the course bundles' work is counted in it too);
+- CPU s: user and system time of the whole command and of the processes it forks to release
+  lessons in parallel (-j, by default one per CPU; less sensitive than the wall time to other work
+  on the machine);
+- peak MiB: the build process's own peak resident memory (its rusage); all MiB: the peak of the
+  proportional memory (PSS) of it and its workers together, sampled every 0.1 s (the pages they
+  share counted once);
+- bundle MB: the largest course bundle (the answer edition of the first locale);
+- no-op s: the same command again with nothing changed, as a whole process.
+
+--repeat R builds each size R times (a fresh output folder each time) and prints medians;
+--compare DIR builds the same courses with another checkout's generator and templates as well
+(before and after a change), the two taking turns.
 A benchmark, not a test: nothing here can fail on time (tests/test_bench.py only checks that it runs).
 
 Verification is not part of these numbers: a GPU verification of lesson 3 is measured separately
@@ -22,6 +38,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -34,6 +51,7 @@ from generator.errors import CoursepackError  # noqa: E402
 from generator.translate import bless, status  # noqa: E402
 
 TEMPLATE_LESSON = "lesson03_relu"
+SIZES = [1, 10, 100, 1000]
 
 
 def _yaml() -> YAML:
@@ -58,19 +76,23 @@ def make_course(root: Path, n: int) -> list[str]:
     content = root / "content"
     shutil.copytree(REPO / "content", content)
     source = content / "lessons" / TEMPLATE_LESSON
-    ids = [f"lesson{100 + i:03d}_relu" for i in range(n)]
+    ids = [f"lesson{100 + i:04d}_relu" for i in range(n)]
+    spec = (source / "lesson.yaml").read_text(encoding="utf-8")
+    old_id = f"id: {TEMPLATE_LESSON}\n"
+    if spec.count(old_id) != 1:
+        raise CoursepackError(f"{source / 'lesson.yaml'}: expected one line {old_id.strip()!r}")
     for lesson_id in ids:
         target = content / "lessons" / lesson_id
         shutil.copytree(source, target)
-        _edit(target / "lesson.yaml", lambda spec, lesson_id=lesson_id: spec.__setitem__("id", lesson_id))
+        (target / "lesson.yaml").write_text(spec.replace(old_id, f"id: {lesson_id}\n"), encoding="utf-8")
     shutil.rmtree(source)
 
     def lessons(course):
         for entry in course["lessons"]:
             if entry["status"] == "published":
                 entry["status"] = "planned"
-        for i, lesson_id in enumerate(ids):
-            course["lessons"].append({"id": lesson_id, "number": 100 + i, "status": "published"})
+        for i, lesson_id in enumerate(ids):   # numbers go up to 999; past 900 copies they repeat (titles differ)
+            course["lessons"].append({"id": lesson_id, "number": 100 + i % 900, "status": "published"})
 
     _edit(content / "course.yaml", lessons)
     source_locale = _yaml().load((content / "course.yaml").read_text(encoding="utf-8"))["source_locale"]
@@ -87,56 +109,85 @@ def make_course(root: Path, n: int) -> list[str]:
     return ids
 
 
-PER_PACK = r"""
-import json, resource, sys, time
-from pathlib import Path
-from generator.build import BuildOptions, build, render_all
-from generator.archive import zip_pack
-from generator.loader import load_content
-from generator.render import finalize_pack, jinja_env
-root = Path(sys.argv[1])
-options = BuildOptions(content=root / "content", templates=root / "templates", out=root / "build", verify=False)
-start = time.perf_counter()
-build(options, progress=lambda _: None)
-total = time.perf_counter() - start
-content = load_content(options.content)
-env = jinja_env(options.templates)
-timings = []
-for lesson in content.published:
-    for locale in content.course.locales:
-        for edition in ("exercise", "answer"):
-            from generator.render import LessonContext, render_pack
-            t = time.perf_counter()
-            ctx = LessonContext(content, lesson, locale, edition)
-            zip_pack(finalize_pack(ctx, env, render_pack(ctx, env), None))
-            timings.append(time.perf_counter() - t)
-peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-print(json.dumps({"total": total, "per_pack": sorted(timings), "peak_mib": peak}))
-"""
+def _command(root: Path, templates: Path) -> list[str]:
+    return [sys.executable, "-m", "generator", "build", "--content", str(root / "content"),
+            "--templates", str(templates), "--out", str(root / "build"), "--no-verify"]
 
 
-def _run(args: list[str], env: dict) -> str:
-    done = subprocess.run(args, env=env, capture_output=True, text=True)
-    if done.returncode != 0:
-        raise CoursepackError(f"{' '.join(args[:3])} ... exited with {done.returncode}:\n{done.stderr.strip()}")
-    return done.stdout
+def _tree_pss(pid: int) -> int:
+    """Proportional set size of a process and its descendants, in KiB (pages they share, such as
+    those of forked workers, are counted once in all)."""
+    total, todo = 0, [pid]
+    while todo:
+        current = todo.pop()
+        try:
+            rollup = Path(f"/proc/{current}/smaps_rollup").read_text()
+            total += int(next(line.split()[1] for line in rollup.splitlines() if line.startswith("Pss:")))
+            for task in Path(f"/proc/{current}/task").iterdir():
+                todo += [int(child) for child in (task / "children").read_text().split()]
+        except (OSError, StopIteration, ValueError):   # gone meanwhile
+            continue
+    return total
 
 
-def run(n: int) -> dict:
+def _run(args: list[str], env: dict, cwd: Path) -> tuple[float, float, float, float]:
+    """(wall seconds, CPU seconds, peak resident MiB of the process, peak MiB of it and its workers)
+    of one command, run in a fresh process. The CPU time includes the workers' (the build waits for
+    them); the last figure is sampled every 0.1 s where /proc has smaps_rollup (Linux), else 0."""
+    with tempfile.TemporaryFile() as output:
+        start = time.perf_counter()
+        process = subprocess.Popen(args, env=env, cwd=cwd, stdout=output, stderr=output)
+        tree, done = [0], threading.Event()
+
+        def sample() -> None:
+            while not done.wait(0.1):
+                tree[0] = max(tree[0], _tree_pss(process.pid))
+
+        sampler = threading.Thread(target=sample, daemon=True)
+        sampler.start()
+        _, status_, usage = os.wait4(process.pid, 0)
+        wall = time.perf_counter() - start
+        done.set()
+        sampler.join()
+        process.returncode = os.waitstatus_to_exitcode(status_)
+        if process.returncode != 0:
+            output.seek(0)
+            raise CoursepackError(f"{' '.join(args[:4])} ... exited with {process.returncode}:\n"
+                                  f"{output.read().decode(errors='replace').strip()[-3000:]}")
+    return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, tree[0] / 1024
+
+
+def run(n: int, repeat: int = 1, codes: tuple[Path, ...] = (REPO,)) -> list[dict]:
+    """One row per checkout in codes (its generator and templates building this checkout's synthetic
+    course), medians of `repeat` builds, the checkouts taking turns."""
     root = Path(tempfile.mkdtemp(prefix=f"coursepack-bench-{n}-"))
     try:
         make_course(root, n)
-        env = dict(os.environ, PYTHONPATH=str(REPO))
-        data = json.loads(_run([sys.executable, "-c", PER_PACK, str(root)], env).strip().splitlines()[-1])
-        start = time.perf_counter()
-        _run([sys.executable, "-m", "generator", "build", "--content", str(root / "content"),
-              "--templates", str(root / "templates"), "--out", str(root / "build"), "--no-verify"], env)
-        noop = time.perf_counter() - start
-        packs = len(data["per_pack"])
-        return {"n": n, "packs": packs, "total_s": data["total"], "median_ms": statistics.median(data["per_pack"]) * 1000,
-                "peak_mib": data["peak_mib"], "noop_s": noop}
+        rows: dict[Path, list[dict]] = {code: [] for code in codes}
+        for _ in range(repeat):
+            for code in codes:
+                rows[code].append(_build_once(root, code))
+        found = []
+        for code, runs in rows.items():
+            median = {key: statistics.median(r[key] for r in runs) for key in runs[0]}
+            found.append(median | {"n": n, "packs": runs[0]["packs"], "code": code,
+                                   "ms_per_pack": median["build_s"] / runs[0]["packs"] * 1000, "runs": repeat})
+        return found
     finally:
         shutil.rmtree(root, ignore_errors=True)
+
+
+def _build_once(root: Path, code: Path) -> dict:
+    shutil.rmtree(root / "build", ignore_errors=True)
+    env = dict(os.environ, PYTHONPATH=str(code))
+    command = _command(root, code / "templates")
+    wall, cpu, peak, tree = _run(command, env, code)   # in code: `-m generator` is found there first
+    report = json.loads((root / "build" / "report.json").read_text(encoding="utf-8"))
+    noop, _, _, _ = _run(command, env, code)
+    packs = sum(1 for name in report["zips"] if name.startswith("lesson"))
+    bundles = [p.stat().st_size for p in (root / "build" / "dist").glob("*.zip") if not p.name.startswith("lesson")]
+    return {"wall_s": wall, "build_s": report["seconds"], "cpu_s": cpu, "peak_mib": peak, "tree_mib": tree,
+            "noop_s": noop, "packs": packs, "bundle_mb": max(bundles, default=0) / 1e6}
 
 
 def _positive(text: str) -> int:
@@ -151,19 +202,27 @@ def _positive(text: str) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Build scaling: N synthetic lessons x 2 locales x 2 editions.")
-    parser.add_argument("n", nargs="*", type=_positive, default=[1, 10, 100], metavar="N",
-                        help="numbers of lessons to time (default: 1 10 100)")
+    parser.add_argument("n", nargs="*", type=_positive, default=SIZES, metavar="N",
+                        help=f"numbers of lessons to time (default: {' '.join(map(str, SIZES))})")
+    parser.add_argument("--repeat", type=_positive, default=1, metavar="R", help="builds per size; medians are printed")
+    parser.add_argument("--compare", type=Path, metavar="DIR",
+                        help="another checkout (its generator and templates) to build the same courses, taking turns")
     args = parser.parse_args(argv)
-    print(f"build scaling on {os.cpu_count()} CPUs, Python {sys.version.split()[0]} (packs built with --no-verify)")
-    print(f"{'lessons':>8} {'packs':>6} {'total s':>9} {'ms/pack (median)':>17} {'peak MiB':>9} {'no-op rebuild s':>16}")
+    codes = (args.compare.resolve(), REPO) if args.compare else (REPO,)
+    print(f"build scaling on {os.cpu_count()} CPUs, Python {sys.version.split()[0]} (packs built with --no-verify"
+          f"{f'; medians of {args.repeat} builds' if args.repeat > 1 else ''})")
+    print(f"{'lessons':>8} {'packs':>6} {'build s':>9} {'ms/pack':>8} {'CPU s':>8} {'peak MiB':>9} {'all MiB':>8} "
+          f"{'bundle MB':>10} {'no-op s':>8}{'  code' if args.compare else ''}")
     for n in args.n:
         try:
-            r = run(n)
+            rows = run(n, args.repeat, codes)
         except CoursepackError as exc:
             print(f"build_bench: error: N = {n}: {exc}", file=sys.stderr)
             return 1
-        print(f"{r['n']:>8} {r['packs']:>6} {r['total_s']:>9.2f} {r['median_ms']:>17.1f} {r['peak_mib']:>9.0f} {r['noop_s']:>16.2f}",
-              flush=True)
+        for r in rows:
+            print(f"{r['n']:>8} {r['packs']:>6} {r['build_s']:>9.2f} {r['ms_per_pack']:>8.1f} {r['cpu_s']:>8.2f} "
+                  f"{r['peak_mib']:>9.0f} {r['tree_mib']:>8.0f} {r['bundle_mb']:>10.2f} {r['noop_s']:>8.2f}"
+                  f"{'  ' + str(r['code']) if args.compare else ''}", flush=True)
     return 0
 
 

@@ -12,7 +12,9 @@ import stat
 import struct
 import zipfile
 import zlib
+from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO, Iterable, Iterator
 
 from generator.errors import CoursepackError
 from generator.pack import Pack
@@ -35,44 +37,69 @@ def safe_entry(name: str) -> str:
     return normal
 
 
-_ZIPPED: dict[str, bytes] = {}   # recent zips by their inputs' digest: a zip is a pure function of them
-_ZIPPED_KEEP = 64
-
-
 def zip_pack(pack: Pack) -> bytes:
-    """The same files always give the same bytes: sorted entries, fixed times and permissions."""
-    digest = hashlib.sha256(pack.name.encode())   # the files themselves: a manifest may be stale
+    """The same files always give the same bytes: sorted entries, fixed times and permissions; the
+    zip is read back and checked against the pack's manifest."""
+    buffer = io.BytesIO()
+    writer = ZipWriter(buffer, pack.name)
     for name in sorted(pack.files):
-        digest.update(b"\0" + name.encode() + b"\0" + hashlib.sha256(pack.files[name]).digest())
-    key = digest.hexdigest()
-    if key not in _ZIPPED:
-        while len(_ZIPPED) >= _ZIPPED_KEEP:
-            _ZIPPED.pop(next(iter(_ZIPPED)))
-        _ZIPPED[key] = _zip(pack)
-    return _ZIPPED[key]
-
-
-def _zip(pack: Pack) -> bytes:
-    """A zip written here rather than by zipfile, so that a large constant part of a file (the
-    vendored mermaid in every page) is deflated once per process instead of once per page."""
-    out, central = bytearray(), bytearray()
-    names = sorted(pack.files)
-    for name in names:
-        entry = f"{pack.name}/{safe_entry(name)}".encode("utf-8")
-        data = pack.files[name]
-        packed = deflate(data)
-        if max(len(data), len(packed), len(out)) >= 0xFFFFFFFF:
-            raise ArchiveError(f"{pack.name}.zip: {name} is too large for a zip without ZIP64")
-        flags = 0x800 if not entry.isascii() else 0   # bit 11: the name is UTF-8
-        fields = struct.pack("<HHHHHIII", 20, flags, 8, _DOS_TIME, _DOS_DATE, zlib.crc32(data), len(packed), len(data))
-        central += (struct.pack("<IH", 0x02014B50, (3 << 8) | 20) + fields
-                    + struct.pack("<HHHHHII", len(entry), 0, 0, 0, 0, (stat.S_IFREG | FILE_MODE) << 16, len(out))
-                    + entry)
-        out += struct.pack("<I", 0x04034B50) + fields + struct.pack("<HH", len(entry), 0) + entry + packed
-    out += central + struct.pack("<IHHHHIIH", 0x06054B50, 0, 0, len(names), len(names), len(central), len(out), 0)
-    data = bytes(out)
+        writer.add(name, pack.files[name])
+    writer.close()
+    data = buffer.getvalue()
     check_zip(data, pack)
     return data
+
+
+@dataclass(frozen=True)
+class Entry:
+    """A file deflated for a zip (deflated where it is made: a build's worker process)."""
+
+    name: str        # in the pack, without its root
+    packed: bytes    # raw deflate (zip method 8)
+    crc: int
+    size: int
+
+    @classmethod
+    def of(cls, name: str, data: bytes) -> "Entry":
+        return cls(safe_entry(name), deflate(data), zlib.crc32(data), len(data))
+
+
+class ZipWriter:
+    """A zip written entry by entry to a binary file, by this module rather than by zipfile, so
+    that a large constant part of a file (the vendored mermaid in every page) is deflated once per
+    process instead of once per page. Fixed times and permissions; the central directory lists the
+    entries sorted by name (in the order written: a pack's are sorted; a course bundle's come lesson
+    by lesson), and it is all that stays in memory."""
+
+    def __init__(self, out: BinaryIO, root: str):
+        self.out, self.root, self.offset = out, root, 0
+        self.central: dict[str, bytes] = {}   # name in the pack -> its central directory record
+
+    def add(self, name: str, data: bytes) -> None:
+        self.write(Entry.of(name, data))
+
+    def write(self, item: Entry) -> None:
+        entry = f"{self.root}/{item.name}".encode("utf-8")
+        if item.name in self.central:
+            raise ArchiveError(f"{self.root}.zip: {item.name} added twice")
+        if max(item.size, len(item.packed), self.offset) >= 0xFFFFFFFF:
+            raise ArchiveError(f"{self.root}.zip: {item.name} is too large for a zip without ZIP64")
+        flags = 0x800 if not entry.isascii() else 0   # bit 11: the name is UTF-8
+        fields = struct.pack("<HHHHHIII", 20, flags, 8, _DOS_TIME, _DOS_DATE, item.crc, len(item.packed), item.size)
+        self.central[item.name] = (struct.pack("<IH", 0x02014B50, (3 << 8) | 20) + fields
+                                   + struct.pack("<HHHHHII", len(entry), 0, 0, 0, 0, (stat.S_IFREG | FILE_MODE) << 16,
+                                                 self.offset) + entry)
+        local = struct.pack("<I", 0x04034B50) + fields + struct.pack("<HH", len(entry), 0) + entry
+        self.out.write(local)
+        self.out.write(item.packed)
+        self.offset += len(local) + len(item.packed)
+
+    def close(self) -> None:
+        central = b"".join(self.central[name] for name in sorted(self.central))
+        count = len(self.central)
+        if count >= 0xFFFF or self.offset + len(central) >= 0xFFFFFFFF:
+            raise ArchiveError(f"{self.root}.zip: {count} entries, {self.offset} bytes: too many for a zip without ZIP64")
+        self.out.write(central + struct.pack("<IHHHHIIH", 0x06054B50, 0, 0, count, count, len(central), self.offset, 0))
 
 
 LEVEL = 6
@@ -81,9 +108,13 @@ _CONSTANT: dict[bytes, bytes] = {}   # large byte strings found in many files ->
 
 def constant_part(data: bytes) -> bytes:
     """Declare data (at least 64 KiB) a part that many files contain whole: deflate() then reuses
-    its compressed form. Returns data."""
+    its compressed form, and a zip read back for checking inflates the rest of such a file only.
+    Returns data."""
     if len(data) >= 1 << 16 and data not in _CONSTANT:
-        _CONSTANT[data] = _deflate_part(data)
+        packed = _deflate_part(data)
+        if zlib.decompressobj(-15).decompress(packed) != data:   # checked once, here
+            raise ArchiveError("a constant part does not inflate back to itself")
+        _CONSTANT[data] = packed
     return data
 
 
@@ -94,11 +125,21 @@ def _deflate_part(data: bytes) -> bytes:
     return compressor.compress(data) + compressor.flush(zlib.Z_FULL_FLUSH)
 
 
+def find_part(data: bytes, part: bytes, start: int = 0) -> int:
+    """data.find(part, start), without preparing a search pattern of all of part (3.5 MB of mermaid
+    took 14 ms a page for that alone): its first 256 bytes are looked for, then the rest compared."""
+    head = part[:256]
+    at = data.find(head, start)
+    while at >= 0 and not data.startswith(part, at):
+        at = data.find(head, at + 1)
+    return at
+
+
 def deflate(data: bytes) -> bytes:
     """Raw deflate (zip method 8) of data; its constant parts come from their cache."""
     parts, start = [], 0
     for blob, packed in _CONSTANT.items():
-        at = data.find(blob, start)
+        at = find_part(data, blob, start) if len(data) - start >= len(blob) else -1
         if at >= 0:
             parts += [_deflate_part(data[start:at]), packed]
             start = at + len(blob)
@@ -108,18 +149,56 @@ def deflate(data: bytes) -> bytes:
 
 def check_zip(data: bytes, pack: Pack) -> None:
     """Re-read a written zip and compare it with the pack's manifest."""
-    with zipfile.ZipFile(io.BytesIO(data)) as archive:
-        names = archive.namelist()
-        expected = sorted(f"{pack.name}/{n}" for n in pack.files)
-        if names != expected:
-            raise ArchiveError(f"{pack.name}.zip: entries {names} differ from the pack's files")
-        manifest = json.loads(archive.read(f"{pack.name}/manifest.json"))
-        for name, digest in manifest["files"].items():
-            if hashlib.sha256(archive.read(f"{pack.name}/{name}")).hexdigest() != digest:
-                raise ArchiveError(f"{pack.name}.zip: {name} does not match its sha256 in the manifest")
+    for _ in checked_entries(io.BytesIO(data), pack.name, pack.files):
+        pass
+
+
+def checked_entries(source: BinaryIO | Path, root: str, names: Iterable[str]) -> Iterator[tuple[str, bytes]]:
+    """A written zip read back, entry by entry (name with its root, bytes), each checked against
+    the manifest it holds; names: the files it must hold, no more (without the root)."""
+    with zipfile.ZipFile(source) as archive:
+        found = archive.namelist()
+        expected = sorted(f"{root}/{n}" for n in names)
+        if found != expected:
+            raise ArchiveError(f"{root}.zip: entries {found} differ from the pack's files")
+        manifest = json.loads(archive.read(f"{root}/manifest.json"))
+        if sorted(manifest["files"]) != sorted(n for n in names if n != "manifest.json"):
+            raise ArchiveError(f"{root}.zip: its manifest does not list every file")
         for info in archive.infolist():
             if stat.S_ISLNK(info.external_attr >> 16):
-                raise ArchiveError(f"{pack.name}.zip: {info.filename} is a link")
+                raise ArchiveError(f"{root}.zip: {info.filename} is a link")
+            data = _read(archive, info)
+            name = info.filename.split("/", 1)[1]
+            if name != "manifest.json" and hashlib.sha256(data).hexdigest() != manifest["files"][name]:
+                raise ArchiveError(f"{root}.zip: {name} does not match its sha256 in the manifest")
+            yield info.filename, data
+
+
+def _read(archive: zipfile.ZipFile, info: zipfile.ZipInfo) -> bytes:
+    """An entry's bytes, its CRC and size checked. An entry that holds a constant part (3.5 MB of
+    mermaid in a page) is inflated around it: deflate() wrote the part from a fresh state, byte-
+    aligned, and what follows from a fresh state too, so each side inflates on its own and the
+    part is the bytes it was checked to inflate to (constant_part)."""
+    if info.compress_type != zipfile.ZIP_DEFLATED or info.file_size < 1 << 16:
+        return archive.read(info)
+    archive.fp.seek(info.header_offset)
+    header = archive.fp.read(30)
+    if header[:4] != b"PK\x03\x04":
+        raise ArchiveError(f"{info.filename}: no local header at its offset")
+    archive.fp.seek(info.header_offset + 30 + sum(struct.unpack("<HH", header[26:30])))
+    raw = archive.fp.read(info.compress_size)
+    for blob, packed in _CONSTANT.items():
+        at = find_part(raw, packed)
+        if at >= 0:
+            try:
+                data = (zlib.decompressobj(-15).decompress(raw[:at]) + blob
+                        + zlib.decompress(raw[at + len(packed):], -15))
+            except zlib.error as exc:
+                raise ArchiveError(f"{info.filename}: does not inflate: {exc}") from exc
+            if len(data) != info.file_size or zlib.crc32(data) != info.CRC:
+                raise ArchiveError(f"{info.filename}: its size or CRC differs from its header")
+            return data
+    return archive.read(info)
 
 
 def recover_dir(target: Path) -> None:

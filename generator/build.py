@@ -1,32 +1,44 @@
 """The pipeline: load -> render -> leak scan -> verify -> zip -> swap build/dist -> report.
 
-Nothing under build/dist changes unless every step succeeded.
+Nothing under build/dist changes unless every step succeeded. Lesson by lesson: besides the loaded
+content and small records (sha256, names, fingerprints), a build holds one lesson's packs at a time
+(per worker), not the course's.
+
+- render: each lesson x locale is rendered, leak-scanned and checked for edition drift in turn;
+  with verification, its packs go to its job folder (verify_all) and are let go of;
+- verify: every task then runs together (a Slurm build submits one job array);
+- release: each lesson is rendered again (the packs must be the ones verified: their content
+  hashes are compared), finished with its record, zipped and scanned, in -j forked processes; the
+  build process writes its zips to build/dist.new and its folders into the course bundles, which
+  are written lesson by lesson too; the Quarto projects come last; build/dist.new replaces
+  build/dist once every zip is there.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import multiprocessing
 import os
 import shutil
 import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator, Mapping
 
-from generator.archive import recover_dir, replace_dir, zip_pack
+from generator.archive import recover_dir, replace_dir, safe_entry, write_tree, zip_pack
 from generator.errors import CoursepackError, VerificationError
 from generator.translate import release_gate
-from generator.leaks import LeakError, fingerprints, scan_files, scan_zip
-from generator.loader import CourseContent, load_content
-from generator.pack import EDITIONS, Pack
+from generator.leaks import LeakError, fingerprints, scan_bundle, scan_files, scan_pack_zip
+from generator.loader import CourseContent, Lesson, load_content
+from generator.pack import EDITIONS, Edition, Pack
 from generator.pairing import edition_drift
 from generator.render import LessonContext, checker_data, finalize_pack, jinja_env, mistake_code, render_pack
 from generator.report import report_data, write_reports
 from generator import verify as V
-from generator.bundle import bundle_pack
-from generator.quarto import project_leaks, quarto_projects
+from generator.bundle import CourseBundle, LessonFolder, lesson_folder
+from generator.quarto import project_leaks, quarto_project
 from generator.cache import BuildCache, read_json, write_json
 from generator.runners import make_runner
 from generator.resources import TEMPLATES   # built in; --templates overrides
@@ -71,33 +83,69 @@ def _stderr(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
 
-def render_all(content: CourseContent, options: BuildOptions) -> dict[tuple[str, str], dict[str, tuple[LessonContext, Pack]]]:
-    """Every pack in memory, grouped by (lesson, locale); leak-scanned."""
-    env = jinja_env(options.templates)
-    groups = {}
-    leaks = []
-    for lesson in content.published:
-        if options.lessons and lesson.spec.id not in options.lessons:
-            continue
-        for locale in content.course.locales:
-            if options.locales and locale not in options.locales:
-                continue
-            editions = {}
-            for edition in EDITIONS:
-                ctx = LessonContext(content, lesson, locale, edition)
-                editions[edition] = (ctx, render_pack(ctx, env))
-            exercise, answer = editions["exercise"][1], editions["answer"][1]
-            leaks += scan_files(exercise.files, fingerprints(lesson, locale), exercise.name)
-            leaks += edition_drift(exercise, answer, lesson, content.locales[locale], locale,
-                                   [(e.id, e.number) for e in content.course.lessons],
-                                   (checker_data(editions["exercise"][0]), checker_data(editions["answer"][0])))
-            groups[(lesson.spec.id, locale)] = editions
-    if leaks:
-        raise LeakError("answer material found in exercise packs, or editions that drifted apart:\n"
-                        + "\n".join(leaks))
-    if not groups:
+Editions = dict[Edition, tuple[LessonContext, Pack]]
+
+
+def selected(content: CourseContent, options: BuildOptions) -> list[tuple[Lesson, str]]:
+    """The lesson x locale pairs a build makes, lesson by lesson in course order."""
+    found = [(lesson, locale) for lesson in content.published
+             if not options.lessons or lesson.spec.id in options.lessons
+             for locale in content.course.locales if not options.locales or locale in options.locales]
+    if not found:
         raise CoursepackError("nothing to build: no published lesson matches the --lesson/--locale filters")
-    return groups
+    return found
+
+
+def render_lesson(content: CourseContent, lesson: Lesson, locale: str, env, page: bool = True,
+                  bundle: bool = False) -> Editions:
+    """Both editions of one lesson x locale (page, bundle: see render_pack and LessonContext)."""
+    editions = {}
+    for edition in EDITIONS:
+        ctx = LessonContext(content, lesson, locale, edition, bundle=bundle)
+        editions[edition] = (ctx, render_pack(ctx, env, page))
+    return editions
+
+
+def checked_lesson(content: CourseContent, lesson: Lesson, locale: str, env, page: bool = True
+                   ) -> tuple[Editions, list[str]]:
+    """One lesson x locale rendered and checked: the exercise edition's leak scan (page=False: left
+    to its zip, in a build that zips at once) and the pairing of the editions. Returns the packs
+    and the problems found."""
+    editions = render_lesson(content, lesson, locale, env, page)
+    (ctx_e, exercise), (ctx_a, answer) = editions["exercise"], editions["answer"]
+    problems = scan_files(exercise.files, fingerprints(lesson, locale), exercise.name) if page else []
+    problems += edition_drift(exercise, answer, lesson, content.locales[locale], locale, _neighbours(content, lesson),
+                              (checker_data(ctx_e), checker_data(ctx_a)))
+    return editions, problems
+
+
+def rendered(content: CourseContent, options: BuildOptions, env) -> Iterator[tuple[Lesson, str, Editions]]:
+    """Each lesson x locale rendered and checked (checked_lesson), one at a time. The problems of
+    every lesson are raised together, as one LeakError, after the last."""
+    problems = []
+    for lesson, locale in selected(content, options):
+        editions, found = checked_lesson(content, lesson, locale, env)
+        problems += found
+        yield lesson, locale, editions
+    if problems:
+        raise LeakError(LEAKS + "\n".join(problems))
+
+
+LEAKS = "answer material found in exercise packs or zips, or editions that drifted apart:\n"
+
+
+def _neighbours(content: CourseContent, lesson: Lesson) -> list[tuple[str, int]]:
+    """The lesson and those before and after it, (id, number): the lessons its navigation names."""
+    entries = content.course.lessons
+    at = next(i for i, entry in enumerate(entries) if entry.id == lesson.spec.id)
+    return [(entry.id, entry.number) for entry in entries[max(at - 1, 0):at + 2]]
+
+
+def render_all(content: CourseContent, options: BuildOptions) -> dict[tuple[str, str], Editions]:
+    """Every pack in memory, grouped by (lesson, locale); leak-scanned (for tests and tools: a build
+    renders lesson by lesson)."""
+    env = jinja_env(options.templates)
+    return {(lesson.spec.id, locale): editions for lesson, locale, editions in rendered(content, options, env)}
 
 
 def inputs_digest(options: BuildOptions, runner_stamp: str) -> str:
@@ -141,11 +189,16 @@ def _up_to_date(options: BuildOptions, digest: str) -> dict | None:
     dist = options.out / "dist"
     for name, sha in last["zips"].items():
         path = dist / name
-        if not path.is_file() or hashlib.sha256(path.read_bytes()).hexdigest() != sha:
+        if not path.is_file() or _sha256(path) != sha:
             return None
     if sorted(p.name for p in dist.iterdir()) != sorted(last["zips"]):
         return None
     return last
+
+
+def _sha256(path: Path) -> str:
+    with path.open("rb") as file:
+        return hashlib.file_digest(file, "sha256").hexdigest()
 
 
 def build(options: BuildOptions, progress: Progress = _stderr) -> BuildResult:
@@ -182,72 +235,175 @@ def _build(options: BuildOptions, progress: Progress, started: float) -> BuildRe
     result.fallbacks = release_gate(content)
     for item in result.fallbacks:
         progress(f"note   {item['file']}: {item['unit']} is {item['kind']}; shown with a marker")
-    groups = render_all(content, options)
-    progress(f"render {sum(len(g) for g in groups.values())} packs ({len(groups)} lesson x locale)")
     out = options.out
-    records = _verify_groups(groups, runner, options, out, result, progress) if runner else {}
+    env = jinja_env(options.templates)
+    count = len(selected(content, options))
+    progress(f"render {count * len(EDITIONS)} packs ({count} lesson x locale), lesson by lesson")
+    records, hashes = {}, None
+    if runner:
+        hashes = {}
+        records = _verify(content, options, env, runner, out, result, progress, hashes)
+        if result.failed:
+            result.seconds = time.monotonic() - started
+            write_reports(out, options, result)
+            raise VerificationError("verification failed; build/dist was left as it was:\n" + "\n".join(result.failed))
     staging = out / "dist.new"
     V.clear(staging)
     staging.mkdir()
-    env = jinja_env(options.templates)
-    leaks = []
-    finals = []
-    for (lesson_id, locale), editions in groups.items():
-        for edition, (ctx, pack) in editions.items():
-            finals.append((ctx, finalize_pack(ctx, env, pack, records.get((lesson_id, locale)))))
-    if not options.lessons:   # a course bundle holds every published lesson, so only a full build makes one
-        finals += _bundles(content, groups, records, env)
-        finals += [(None, project) for project in quarto_projects(content, groups, records, env)]
-    for ctx, final in finals:
-        data = zip_pack(final)
-        if final.edition == "exercise":
-            leaks += _scan_exercise(content, ctx, final, data)
-        elif final.edition == "quarto":   # holds both editions: its exercise profile is scanned
-            leaks += project_leaks(content, final.locale, data, final.name + ".zip")
-        (staging / f"{final.name}.zip").write_bytes(data)
-        result.zips[f"{final.name}.zip"] = hashlib.sha256(data).hexdigest()
-    if leaks:
+    try:
+        _release(content, options, env, records, hashes, staging, result)
+    except BaseException:
         V.clear(staging)
-        raise LeakError("answer material found in exercise zips:\n" + "\n".join(leaks))
+        raise
     result.seconds = time.monotonic() - started
-    if result.failed:
-        V.clear(staging)
-        write_reports(out, options, result)
-        raise VerificationError("verification failed; build/dist was left as it was:\n" + "\n".join(result.failed))
     replace_dir(staging, out / "dist")
     write_reports(out, options, result)
     progress(f"done   {len(result.zips)} zips in {out / 'dist'} ({result.seconds:.1f} s); report: {out / 'report.md'}")
     return result
 
 
-def _scan_exercise(content: CourseContent, ctx: LessonContext | None, final: Pack, data: bytes) -> list[str]:
-    """A lesson's exercise files against that lesson's answer material (a bundle: each folder against
-    its own lesson's; another lesson's answer may share a phrase with this one's prose)."""
-    if ctx is not None:
-        return scan_zip(data, fingerprints(ctx.lesson, final.locale), final.name + ".zip")
-    found = []
-    for lesson in content.published:
-        prints = fingerprints(lesson, final.locale)
-        prefix = lesson.spec.id + "/"
-        files = {name: body for name, body in final.files.items() if name.startswith(prefix) or "/" not in name}
-        found += scan_files(files, prints, final.name + ".zip")
-    return found
+def _release(content: CourseContent, options: BuildOptions, env, records: dict, hashes: dict | None,
+             staging: Path, result: BuildResult) -> None:
+    """Every zip into staging, lesson by lesson (made by _release_lesson in options.jobs processes,
+    written by this one), and the course bundles as the lessons come back, in course order; then
+    the Quarto projects, which generator.quarto makes from every lesson's packs at once (these wait
+    on disk meanwhile). Bundles and projects come from a full build only: they hold every published
+    lesson. hashes: the verified packs' content hashes, or None (--no-verify: each lesson is
+    rendered once, checked and zipped at once)."""
+    items = selected(content, options)
+    locales = list(dict.fromkeys(locale for _, locale in items))
+    bundles = {} if options.lessons else {(locale, edition): CourseBundle(content, locale, edition, env, staging)
+                                          for locale in locales for edition in EDITIONS}
+    prints: dict[str, dict[str, list]] = {locale: {} for locale in locales}   # for the bundles' leak scans
+    problems = []
+    parts = options.out / "work" / "quarto"   # each lesson's packs, for the Quarto projects (a full build)
+    V.clear(parts)
+
+    def release(index: int) -> _Released:
+        lesson, locale = items[index]
+        return _release_lesson(content, env, lesson, locale, records.get((lesson.spec.id, locale)), hashes, bool(bundles))
+
+    try:
+        for (lesson, locale), done in zip(items, in_processes(release, len(items), options.jobs)):
+            for name, data in done.zips.items():   # written here only: a build killed writes nothing more
+                (staging / name).write_bytes(data)
+                result.zips[name] = hashlib.sha256(data).hexdigest()
+            problems += done.problems
+            prints[locale][lesson.spec.id] = done.prints
+            for edition, folder in done.folders.items():
+                bundles[(locale, edition)].add(folder)
+            for pack in done.packs:
+                write_tree(pack, parts)
+        for (locale, edition), bundle in bundles.items():
+            entries = bundle.finish()   # read back and checked as it is scanned
+            label = f"{bundle.name}.zip"
+            if edition == "exercise":
+                problems += scan_bundle(bundle.path, entries, prints[locale], label)
+            else:
+                for _ in entries:
+                    pass
+            result.zips[label] = _sha256(bundle.path)
+        for locale in locales if bundles else []:
+            project = quarto_project(content, locale, {lesson.spec.id: {
+                edition: Pack(lesson.spec.id, locale, edition, _Written(parts / f"{lesson.spec.id}-{locale}-{edition}"))
+                for edition in EDITIONS} for lesson in content.published},
+                {lesson.spec.id: records.get((lesson.spec.id, locale)) for lesson in content.published}, env)
+            data = zip_pack(project)
+            problems += project_leaks(content, locale, data, f"{project.name}.zip")   # its exercise profile
+            (staging / f"{project.name}.zip").write_bytes(data)
+            result.zips[f"{project.name}.zip"] = hashlib.sha256(data).hexdigest()
+    finally:
+        for bundle in bundles.values():
+            bundle.close()
+        V.clear(parts)
+    if problems:
+        raise LeakError(LEAKS + "\n".join(problems))
 
 
-def _bundles(content: CourseContent, groups, records: dict, env) -> list[tuple[None, Pack]]:
-    """Per locale and edition, every published lesson rendered with working links between them."""
-    bundles = []
-    locales = sorted({locale for _, locale in groups}, key=list(content.course.locales).index)
-    for locale in locales:
-        for edition in EDITIONS:
-            lessons, verified = {}, {}
-            for lesson in content.published:
-                ctx = LessonContext(content, lesson, locale, edition, bundle=True)
-                record = records.get((lesson.spec.id, locale))
-                lessons[lesson.spec.id] = finalize_pack(ctx, env, render_pack(ctx, env), record)
-                verified[lesson.spec.id] = "verified" if record else "NOT VERIFIED"
-            bundles.append((None, bundle_pack(content, locale, edition, lessons, env, verified)))
-    return bundles
+@dataclass
+class _Released:
+    """A lesson x locale released, for the build process to write down."""
+
+    zips: dict[str, bytes]                # its zips by name
+    problems: list[str]                   # leaks and drift found
+    prints: list                          # the lesson's answer material (leaks.Fingerprint), for its bundle
+    folders: dict[str, LessonFolder]      # by edition: its folder in the course bundles, deflated
+    packs: list[Pack]                     # its packs as rendered (before README and manifest): for the
+                                          # Quarto projects, which are made from every lesson at once
+
+
+class _Written(Mapping):
+    """A pack's files as archive.write_tree left them, read when asked for (the Quarto project of a
+    course is made from every lesson's packs; they wait on disk, not in memory)."""
+
+    def __init__(self, root: Path):
+        self.root = root
+
+    def __getitem__(self, name: str) -> bytes:
+        path = self.root / safe_entry(name)
+        if not path.is_file():
+            raise KeyError(name)
+        return path.read_bytes()
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(sorted(p.relative_to(self.root).as_posix() for p in self.root.rglob("*") if p.is_file()))
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
+
+
+def _release_lesson(content: CourseContent, env, lesson: Lesson, locale: str, record: dict | None,
+                    hashes: dict | None, bundles: bool) -> _Released:
+    if hashes is None:
+        editions, problems = checked_lesson(content, lesson, locale, env, page=False)
+    else:   # rendered again for its zips: the packs that were verified, or an error
+        editions, problems = render_lesson(content, lesson, locale, env, page=False), []
+        for edition, (_, pack) in editions.items():
+            if pack.content_hash() != hashes[(lesson.spec.id, locale, edition)]:
+                raise CoursepackError(f"{pack.name}: rendered again for its zip, it differs from the pack that was "
+                                      "verified (a template or the content changed during the build?); nothing was released")
+    prints = fingerprints(lesson, locale)
+    zips = {}
+    for edition, (ctx, pack) in editions.items():
+        final = finalize_pack(ctx, env, pack, record)
+        data = zip_pack(final)
+        if edition == "exercise":
+            problems += scan_pack_zip(final, data, prints, final.name + ".zip")
+        zips[f"{final.name}.zip"] = data
+    folders, packs = {}, [pack for _, pack in editions.values()] if bundles else []
+    if bundles:
+        for edition, (ctx, pack) in render_lesson(content, lesson, locale, env, bundle=True).items():
+            final = finalize_pack(ctx, env, pack, record)
+            folders[edition] = lesson_folder(final, record is not None)
+            if edition == "exercise":   # its bundle scans the rest; its files are these (it checks their sha256)
+                bundle = f"{content.course.id}-{locale}-{edition}"
+                problems += scan_files({f"{bundle}/{lesson.spec.id}/{name}": data for name, data in final.files.items()},
+                                       prints, f"{bundle}.zip")
+    return _Released(zips, problems, prints, folders, packs)
+
+
+_WORK: Callable[[int], Any] | None = None   # what in_processes' workers call (they inherit it when forked)
+
+
+def _work(index: int) -> Any:
+    return _WORK(index)
+
+
+def in_processes(work: Callable[[int], Any], count: int, jobs: int) -> Iterator[Any]:
+    """work(0), work(1), ... work(count - 1), in order, done by up to `jobs` processes forked from
+    this one (they share what it has loaded; each result comes back pickled, so it should be small).
+    In this process where there is one job or one item, or no fork (not Linux or macOS)."""
+    global _WORK
+    jobs = min(jobs, count)
+    if jobs < 2 or "fork" not in multiprocessing.get_all_start_methods():
+        yield from map(work, range(count))
+        return
+    _WORK = work
+    try:
+        with multiprocessing.get_context("fork").Pool(jobs) as pool:
+            yield from pool.imap(_work, range(count))
+    finally:
+        _WORK = None
 
 
 def _runner(options: BuildOptions, progress: Progress):
@@ -258,18 +414,28 @@ def _runner(options: BuildOptions, progress: Progress):
     return runner
 
 
-def _verify_groups(groups, runner, options: BuildOptions, out: Path, result: BuildResult, progress: Progress) -> dict:
+def _verify(content: CourseContent, options: BuildOptions, env, runner, out: Path, result: BuildResult,
+            progress: Progress, hashes: dict) -> dict:
+    """Every lesson rendered and checked in turn, its packs handed to verify_all (which writes them to
+    the lesson's job folder and lets go of them); then every task together. hashes: filled with
+    each pack's content hash, (lesson, locale, edition) -> hash, for the release to compare."""
     cache = BuildCache(out)
     info = runner.probe(out, cache.probes / f"{runner.kind}.json")
     runner.check_usable(info)
     progress(f"verify on {runner.label}: {info['device']} · torch {info['torch']} · triton {info['triton']}")
-    pairs = []
-    for (lesson_id, locale), editions in groups.items():
-        ctx = editions["answer"][0]
-        mistakes = [(m, mistake_code(ctx, m)) for m in ctx.lesson.spec.checks.mistakes]
-        pairs.append(V.PackPair(lesson_id, locale, ctx.lesson.spec, editions["exercise"][1], editions["answer"][1],
-                                mistakes, options.notebook))
-    outcome = V.verify_all(pairs, runner, info, cache, out / "work", options.jobs, progress, options.sandbox)
+
+    def pairs() -> Iterator[V.PackPair]:
+        for lesson, locale, editions in rendered(content, options, env):
+            ctx = editions["answer"][0]
+            packs = {}
+            for edition, (_, pack) in editions.items():   # the page is not verified: it stays out of the job folder
+                packs[edition] = Pack(pack.lesson_id, pack.locale, pack.edition, pack.verified_files())
+                hashes[(lesson.spec.id, locale, edition)] = packs[edition].content_hash()
+            mistakes = [(m, mistake_code(ctx, m)) for m in lesson.spec.checks.mistakes]
+            yield V.PackPair(lesson.spec.id, locale, lesson.spec, packs["exercise"], packs["answer"], mistakes,
+                             options.notebook)
+
+    outcome = V.verify_all(pairs(), runner, info, cache, out / "work", options.jobs, progress, options.sandbox)
     result.verification = {f"{k[0]}/{k[1]}": r for k, r in outcome.records.items()}
     result.cached, result.disagreements = outcome.cached, outcome.disagreements
     result.failed += outcome.failed
@@ -294,8 +460,7 @@ def verify_only(options: BuildOptions, progress: Progress = _stderr) -> dict:
     options.out.mkdir(parents=True, exist_ok=True)
     runner = _runner(options, progress)
     content = load_content(options.content)
-    groups = render_all(content, options)
-    _verify_groups(groups, runner, options, options.out, result, progress)
+    _verify(content, options, jinja_env(options.templates), runner, options.out, result, progress, {})
     result.seconds = time.monotonic() - started
     write_reports(options.out, options, result)
     return report_data(options, result) | {"report": str(options.out / "report.md")}

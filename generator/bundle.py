@@ -1,11 +1,21 @@
 """The course bundle: one zip per locale and edition with an index and every published lesson,
-each in its own folder, rendered so that previous/next links between the folders work."""
+each in its own folder, rendered so that previous/next links between the folders work.
+
+A bundle is written to its zip lesson by lesson as the build finishes each one (CourseBundle):
+what stays in memory is each file's name and sha256, never the lessons. Its pages share one
+mermaid, MERMAID_FILE at its root, instead of inlining it once per lesson."""
 
 from __future__ import annotations
 
+import hashlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator
+
 import jinja2
 
-from generator.html import lesson_html, page_labels
+from generator.archive import Entry, ZipWriter, checked_entries
+from generator.html import MERMAID_FILE, lesson_html, loads_shared_mermaid, mermaid_file, page_labels
 from generator.loader import CourseContent
 from generator.markdown import check_markdown
 from generator.pack import Edition, Pack, manifest
@@ -24,19 +34,72 @@ def index_markdown(content: CourseContent, locale: str, edition: Edition, env: j
         ui=ui, lessons=lessons, edition_name=ui.pack.edition_answer if edition == "answer" else ui.pack.edition_exercise)
 
 
-def bundle_pack(content: CourseContent, locale: str, edition: Edition, lessons: dict[str, Pack],
-                env: jinja2.Environment, verified: dict[str, str]) -> Pack:
-    """lessons: each published lesson's final pack, rendered for the bundle; verified: a word per
-    lesson for the bundle's manifest (each lesson folder's own manifest has its full record)."""
-    files = {f"{lesson_id}/{name}": data for lesson_id, pack in lessons.items() for name, data in pack.files.items()}
-    index = index_markdown(content, locale, edition, env)
-    problems = check_markdown(index, set(files), f"{content.course.id}-{locale}-{edition}/README.md")
-    if problems:
-        raise RenderError("\n".join(problems))
-    files["README.md"] = index.encode()
-    ui = content.locales[locale]   # the index as a page too: its links lead to the lessons' pages
-    files["index.html"] = lesson_html(index, lang=locale, title=ui.course_title, env=env, bench=None,
-                                      labels=page_labels(ui, None))
-    bundle = Pack(content.course.id, locale, edition, files)
-    bundle.files["manifest.json"] = manifest(bundle, {"lessons": verified})
-    return bundle
+@dataclass(frozen=True)
+class LessonFolder:
+    """One lesson's final pack, rendered for the bundle, deflated for its zip: what a build's worker
+    hands to the process that writes the bundle."""
+
+    lesson_id: str
+    entries: list[tuple[Entry, str]]   # each file deflated, with its sha256
+    verified: bool
+    shared: bool                       # its page loads the bundle's mermaid
+
+
+def lesson_folder(pack: Pack, verified: bool) -> LessonFolder:
+    return LessonFolder(pack.lesson_id, [(Entry.of(f"{pack.lesson_id}/{name}", pack.files[name]),
+                                          hashlib.sha256(pack.files[name]).hexdigest()) for name in sorted(pack.files)],
+                        verified, loads_shared_mermaid(pack.files.get("lesson.html", b"")))
+
+
+class CourseBundle:
+    """One locale and edition of the course, written to folder/<name>.zip: add() each published
+    lesson's folder (lesson_folder) in course order, then finish()."""
+
+    def __init__(self, content: CourseContent, locale: str, edition: Edition, env: jinja2.Environment, folder: Path):
+        self.content, self.env = content, env
+        self.header = Pack(content.course.id, locale, edition)   # name, locale and edition; no files
+        self.path = folder / f"{self.header.name}.zip"
+        self.file = self.path.open("wb")
+        self.zip = ZipWriter(self.file, self.header.name)
+        self.digests: dict[str, str] = {}
+        self.verified: dict[str, str] = {}   # a word per lesson for the bundle's manifest (each lesson
+        self.shared = False                   # folder's own manifest has its full record)
+
+    @property
+    def name(self) -> str:
+        return self.header.name
+
+    def add(self, folder: LessonFolder) -> None:
+        for entry, digest in folder.entries:
+            self.zip.write(entry)
+            self.digests[entry.name] = digest
+        self.shared |= folder.shared
+        self.verified[folder.lesson_id] = "verified" if folder.verified else "NOT VERIFIED"
+
+    def _add(self, name: str, data: bytes) -> None:
+        self.zip.add(name, data)
+        self.digests[name] = hashlib.sha256(data).hexdigest()
+
+    def finish(self) -> Iterator[tuple[str, bytes]]:
+        """The index (README.md, and index.html whose links lead to the lessons' pages), the shared
+        mermaid where a page draws figures, the manifest; then the zip, read back entry by entry and
+        checked against its manifest (the caller scans what it reads)."""
+        locale, edition = self.header.locale, self.header.edition
+        index = index_markdown(self.content, locale, edition, self.env)
+        problems = check_markdown(index, set(self.digests), f"{self.name}/README.md")
+        if problems:
+            raise RenderError("\n".join(problems))
+        self._add("README.md", index.encode())
+        ui = self.content.locales[locale]
+        self._add("index.html", lesson_html(index, lang=locale, title=ui.course_title, env=self.env, bench=None,
+                                            labels=page_labels(ui, None)))
+        if self.shared:
+            self._add(MERMAID_FILE, mermaid_file())
+        self.zip.add("manifest.json", manifest(self.header, {"lessons": self.verified}, self.digests))
+        self.zip.close()
+        self.file.close()
+        return checked_entries(self.path, self.name, [*self.digests, "manifest.json"])
+
+    def close(self) -> None:
+        """Let go of the file (a build that stops early)."""
+        self.file.close()

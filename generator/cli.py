@@ -41,7 +41,8 @@ def _runner_args(parser: argparse.ArgumentParser) -> None:
                                                  "{shell_cmd}, e.g. 'ssh gpu01 {shell_cmd}' or "
                                                  "'srun --gres=gpu:1 --chdir {cwd} {cmd}'")
     parser.add_argument("-j", "--jobs", type=int, default=min(8, os.cpu_count() or 2),
-                        help="verification steps run at once (default: the CPU count, at most 8: %(default)s)")
+                        help="verification steps run at once, and processes that zip the lessons "
+                             "(default: the CPU count, at most 8: %(default)s)")
     parser.add_argument("--no-notebook", action="store_true",
                         help="skip executing the answer notebook (needs IPython on the runner)")
     parser.add_argument("--sandbox", choices=("auto", "on", "off"), default="auto",

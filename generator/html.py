@@ -8,9 +8,14 @@ template `pack/lesson.html.j2`:
   error naming it, never text left in the page;
 - code is highlighted at build time (pygments, CSS classes, a stylesheet inside the page);
 - mermaid figures are drawn in the page by the vendored, pinned mermaid (generator/vendor/mermaid,
-  MIT, its licence kept in the page); see BENCHMARKS.md for why it is inlined, not pre-rendered;
+  MIT, its licence kept with it); see BENCHMARKS.md for why it is drawn there, not pre-rendered.
+  A single-lesson pack's page inlines it; the pages of a course bundle share the bundle's one copy,
+  `../mermaid.min.js` (`mermaid_src`), so that a bundle does not carry it once per lesson;
 - the answer edition's measured bench becomes SVG charts (generator/charts.py) after its table;
-- a Content-Security-Policy forbids every fetch: inline styles and scripts only, images as data:.
+- a Content-Security-Policy forbids every fetch: inline styles and scripts only, images as data:
+  (CSP). A bundle's page may load scripts from its own origin as well (CSP_SHARED): opened from
+  file://, Chromium lets 'self' match file: URLs (and no network address); Firefox does not apply
+  the page's policy to file: scripts at all; served over HTTP, 'self' is that server and no other.
 
 Raw HTML blocks (the hints' <details>) come only from templates: the loader refuses raw HTML in
 lesson prose. Links to another pack's lesson.md point to its lesson.html in the page.
@@ -46,12 +51,14 @@ from pygments.lexers import get_lexer_by_name
 from pygments.util import ClassNotFound
 
 from generator import charts as C
-from generator.archive import constant_part
+from generator.archive import constant_part, find_part
 from generator.errors import CoursepackError
 from generator.markdown import EXTERNAL, _slug
 
 TEMPLATE = "pack/lesson.html.j2"
 CSP = "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data:"
+CSP_SHARED = "default-src 'none'; script-src 'self' 'unsafe-inline'; style-src 'unsafe-inline'; img-src data:"
+MERMAID_FILE = "mermaid.min.js"   # a course bundle's one copy, at its root (mermaid_file())
 VENDOR = Path(__file__).resolve().parent / "vendor" / "mermaid"
 MERMAID_VERSION = "11.17.2"
 MERMAID_SHA256 = "581ed7d74bd9048d0e3a91363927d72ef22942d7722546b27f7cc29e35390eb8"
@@ -67,16 +74,19 @@ class HtmlError(CoursepackError):
 
 
 def lesson_html(markdown_text: str, *, lang: str, title: str, env: jinja2.Environment, bench: dict | None,
-                labels: dict[str, str]) -> bytes:
-    """The page for one pack: pure (same inputs, same bytes)."""
+                labels: dict[str, str], mermaid_src: str | None = None) -> bytes:
+    """The page for one pack: pure (same inputs, same bytes). mermaid_src: where a page with figures
+    loads the shared mermaid from (a course bundle's page); None: inlined, the page stands alone."""
     missing = [key for key in (*C.CHART_LABELS, *PAGE_LABELS) if key not in labels]
     if missing:
         raise HtmlError(f"lesson.html: labels missing: {', '.join(missing)}")
     body, diagrams = _body(markdown_text, json.dumps(bench, sort_keys=True), json.dumps(labels, sort_keys=True))
+    shared = bool(diagrams and mermaid_src)
     page = env.get_template(TEMPLATE).render(
-        lang=lang, title=title, csp=CSP, body=Markup(body), highlight_css=Markup(_highlight_css()),
-        mermaid=Markup(SLOT) if diagrams else None, mermaid_version=MERMAID_VERSION)
-    if not diagrams:
+        lang=lang, title=title, csp=CSP_SHARED if shared else CSP, body=Markup(body),
+        highlight_css=Markup(_highlight_css()), figures=bool(diagrams), mermaid_src=mermaid_src if shared else None,
+        mermaid=Markup(SLOT) if diagrams and not shared else None, mermaid_version=MERMAID_VERSION)
+    if not diagrams or shared:
         return page.encode("utf-8")
     if page.count(SLOT) != 1:
         raise HtmlError(f"{TEMPLATE}: must place {{{{ mermaid }}}} once inside a <script>")
@@ -109,7 +119,7 @@ def pack_page(ctx, env: jinja2.Environment, markdown_text: str, bench: dict | No
     """lesson.html of one pack (ctx: render.LessonContext), its errors named by the pack."""
     try:
         return lesson_html(markdown_text, lang=ctx.locale, title=ctx.heading, env=env, bench=bench,
-                           labels=page_labels(ctx.ui, ctx.text))
+                           labels=page_labels(ctx.ui, ctx.text), mermaid_src=f"../{MERMAID_FILE}" if ctx.bundle else None)
     except HtmlError as exc:
         raise HtmlError(f"{ctx.lesson.spec.id}-{ctx.locale}-{ctx.edition}/{exc}") from exc
 
@@ -306,21 +316,27 @@ def _mermaid_bytes() -> bytes:
     return constant_part(mermaid_script().strip("\n").encode("utf-8"))   # every page's zip entry reuses its deflate
 
 
+def mermaid_file() -> bytes:
+    """A course bundle's MERMAID_FILE: the same bytes as a page inlines (its deflate is reused too)."""
+    return _mermaid_bytes() + b"\n"
+
+
+def loads_shared_mermaid(page: bytes) -> bool:
+    """Whether a bundle's page loads MERMAID_FILE (it has figures)."""
+    return f'src="../{MERMAID_FILE}"'.encode() in page
+
+
 def strip_vendored(page: bytes) -> bytes:
     """The page with the inlined mermaid replaced by one line: for golden copies, diffs and the
     leak scan (the vendored file is pinned by its sha256; it is not lesson material)."""
     script = _mermaid_bytes()
     note = f"/* mermaid {MERMAID_VERSION} ({len(script)} bytes, sha256 {MERMAID_SHA256}) */".encode()
-    # page.replace(script, note), without preparing a 3.5 MB search pattern for every page
-    head, out, start = script[:256], [], 0
-    at = page.find(head)
+    out, start = [], 0   # page.replace(script, note), without preparing a 3.5 MB search pattern
+    at = find_part(page, script)
     while at >= 0:
-        if page.startswith(script, at):
-            out += [page[start:at], note]
-            start = at + len(script)
-            at = page.find(head, start)
-        else:
-            at = page.find(head, at + 1)
+        out += [page[start:at], note]
+        start = at + len(script)
+        at = find_part(page, script, start)
     out.append(page[start:])
     return b"".join(out)
 

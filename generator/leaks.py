@@ -16,14 +16,18 @@ import re
 import unicodedata
 import zipfile
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterable
 
 from generator.checker.join import joined
 from generator.codegen import render_code
 from generator.errors import CoursepackError
 from generator.html import page_text, strip_vendored
 from generator.loader import Lesson
+from generator.pack import Pack
 
 MIN_CHUNK = 12
+MANY_PRINTS = 2000
 SPLIT = re.compile(r"(?:[。；！？\n]|[.;!?](?=\s)|\*\*)")
 IGNORED = re.compile(r"[\s`'\"“”‘’*_>#|\\-]+")
 
@@ -89,49 +93,100 @@ _SCANNED: dict[tuple, list[tuple[str, str]]] = {}
 
 def _scan_file(name: str, data: bytes, prints: tuple[Fingerprint, ...]) -> list[tuple[str, str]]:
     """(view, source of the first fingerprint found in it) for each view of one file that leaks.
-    Kept by content in this process: a build scans most exercise files twice, once rendered and
-    once from the zip."""
-    if name.endswith(".html"):   # the inlined mermaid is pinned by its sha256: not lesson material
+    Kept by content and kind in this process: a build scans the same file in a lesson's zip, in
+    its course bundle and, before verification, rendered."""
+    kind = next((suffix for suffix in (".ipynb", ".html", ".js") if name.endswith(suffix)), "")
+    if kind in (".html", ".js"):   # the vendored mermaid is pinned by its sha256: not lesson material
         data = strip_vendored(data)
-    key = (name, hashlib.sha256(data).digest(), prints)
+    key = (kind, hashlib.sha256(data).digest(), prints)
     if key not in _SCANNED:
         if len(_SCANNED) > 4096:
             _SCANNED.clear()
-        _SCANNED[key] = _first_hits(name, data, prints)
-    return _SCANNED[key]
+        _SCANNED[key] = _first_hits(kind, data, prints)
+    return [(name + view, source) for view, source in _SCANNED[key]]
 
 
-def _first_hits(name: str, data: bytes, prints: tuple[Fingerprint, ...]) -> list[tuple[str, str]]:
+def _first_hits(kind: str, data: bytes, prints: tuple[Fingerprint, ...]) -> list[tuple[str, str]]:
     hits = []
-    for where, haystack in _views(name, data):
-        source = next((fp.source for fp in prints if fp.text in haystack), None)
+    for view, haystack in _views(kind, data):
+        source = _first_found(haystack, prints)
         if source is not None:
-            hits.append((where, source))
+            hits.append((view, source))
     return hits
+
+
+def _first_found(haystack: str, prints: tuple[Fingerprint, ...]) -> str | None:
+    """The source of the first fingerprint in haystack. Against thousands of fingerprints (a course
+    bundle's index against every lesson's) a fingerprint is looked for only where its first
+    MIN_CHUNK characters occur in the text: linear in the text and the fingerprints, not their
+    product. (A pass over the text's pieces costs about as much as 1,000 plain searches of it.)"""
+    if len(prints) <= MANY_PRINTS or len(haystack) < MIN_CHUNK:
+        return next((fp.source for fp in prints if fp.text in haystack), None)
+    starts = {fp.text[:MIN_CHUNK] for fp in prints}
+    found = {piece for piece in (haystack[i:i + MIN_CHUNK] for i in range(len(haystack) - MIN_CHUNK + 1))
+             if piece in starts}
+    return next((fp.source for fp in prints
+                 if (len(fp.text) < MIN_CHUNK or fp.text[:MIN_CHUNK] in found) and fp.text in haystack), None)
 
 
 def scan_zip(data: bytes, prints: list[Fingerprint], label: str) -> list[str]:
     """Entry names, the archive comment and every entry's contents."""
     with zipfile.ZipFile(io.BytesIO(data)) as archive:
         files = {info.filename: archive.read(info) for info in archive.infolist()}
-        meta = {"(zip comment)": archive.comment,
-                "(zip entry names)": "\n".join(files).encode(),
-                "(zip entry comments)": b"\n".join(i.comment for i in archive.infolist())}
+        meta = {"(zip comment)": archive.comment, **_zip_meta(archive.infolist())}
     return scan_files({**files, **meta}, prints, label)
 
 
-def _views(name: str, data: bytes) -> list[tuple[str, str]]:
-    """Each way of reading a file (a page: its vendored mermaid already left out, see _scan_file)."""
+def scan_pack_zip(pack: Pack, data: bytes, prints: list[Fingerprint], label: str) -> list[str]:
+    """scan_zip of the zip that archive.zip_pack made of pack, without inflating it again: zip_pack
+    read every entry back and checked it against the manifest, so the entries are the pack's files.
+    The names and comments are the zip's own."""
+    with zipfile.ZipFile(io.BytesIO(data)) as archive:   # its central directory only
+        meta = {"(zip comment)": archive.comment, **_zip_meta(archive.infolist())}
+    return scan_files({**{f"{pack.name}/{name}": body for name, body in pack.files.items()}, **meta}, prints, label)
+
+
+def _zip_meta(infos: list[zipfile.ZipInfo]) -> dict[str, bytes]:
+    return {"(zip entry names)": "\n".join(i.filename for i in infos).encode(),
+            "(zip entry comments)": b"\n".join(i.comment for i in infos)}
+
+
+def scan_bundle(path: Path, entries: Iterable[tuple[str, bytes]], prints: dict[str, list[Fingerprint]],
+                label: str) -> list[str]:
+    """A course bundle's zip, its entries read back one at a time (name with its root, bytes, as
+    archive.checked_entries gives them, checking each against the manifest): the names in a lesson's
+    folder against that lesson's answer material (another lesson's answer may share a phrase with
+    this one's prose), the rest (the index, the manifest, the names at the root, the archive
+    comment) against every lesson's. The files in lesson folders are not scanned here: the build
+    scanned each lesson's as it made them (the manifest's sha256 are theirs). prints: by lesson id."""
+    every = list(dict.fromkeys(fp for lesson_prints in prints.values() for fp in lesson_prints))
+    found = []
+    for name, data in entries:
+        if name.count("/") == 1:
+            found += scan_files({name: data}, every, label)
+    with zipfile.ZipFile(path) as archive:
+        groups: dict[str, list[zipfile.ZipInfo]] = {}
+        for info in archive.infolist():
+            groups.setdefault(info.filename.split("/")[1] if info.filename.count("/") > 1 else "", []).append(info)
+        for folder, infos in groups.items():
+            meta = _zip_meta(infos) | ({} if folder else {"(zip comment)": archive.comment})
+            found += scan_files(meta, prints.get(folder, every) if folder else every, label)
+    return found
+
+
+def _views(kind: str, data: bytes) -> list[tuple[str, str]]:
+    """Each way of reading a file of a kind (its name's suffix), as (what to add to the name, text);
+    a page's vendored mermaid already left out (see _scan_file)."""
     text = data.decode("utf-8", "replace")
-    views = [(name, normalise(text))]
-    if name.endswith(".ipynb"):
+    views = [("", normalise(text))]
+    if kind == ".ipynb":
         try:
             strings = "\n".join(_strings(json.loads(text)))
         except ValueError:
             strings = ""
-        views.append((name + " (decoded)", normalise(strings)))
-    if name.endswith(".html"):   # entities decoded, code outside its highlighting spans
-        views.append((name + " (text)", normalise(page_text(text))))
+        views.append((" (decoded)", normalise(strings)))
+    if kind == ".html":   # entities decoded, code outside its highlighting spans
+        views.append((" (text)", normalise(page_text(text))))
     return views
 
 

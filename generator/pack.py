@@ -36,10 +36,12 @@ class Pack:
         return digest.hexdigest()
 
 
-def manifest(pack: Pack, verification: dict | None) -> bytes:
-    """sha256 of every file, and how (or whether) the pack was verified."""
-    entries = {name: hashlib.sha256(data).hexdigest()
-               for name, data in sorted(pack.files.items()) if name != "manifest.json"}
+def manifest(pack: Pack, verification: dict | None, digests: dict[str, str] | None = None) -> bytes:
+    """sha256 of every file, and how (or whether) the pack was verified. digests: each file's sha256
+    where the pack does not hold the files (a course bundle is written to its zip lesson by lesson)."""
+    if digests is None:
+        digests = {name: hashlib.sha256(data).hexdigest() for name, data in pack.files.items() if name != "manifest.json"}
+    entries = {name: digests[name] for name in sorted(digests) if name != "manifest.json"}
     body = {
         "pack": pack.name,
         "lesson": pack.lesson_id,

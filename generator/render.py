@@ -105,15 +105,17 @@ def located_template_error(exc: jinja2.TemplateError, templates: Path) -> Render
     return RenderError(f"{name}:{line}: {kind}: {exc.message or exc}")
 
 
-def render_pack(ctx: LessonContext, env: jinja2.Environment) -> Pack:
-    """Every file of a pack except those written after verification (README, manifest)."""
+def render_pack(ctx: LessonContext, env: jinja2.Environment, page: bool = True) -> Pack:
+    """Every file of a pack except those written after verification (README, manifest). page: with
+    an early lesson.html, for the leak scan and the formula errors before verification (a pack that
+    finalize_pack finishes at once, or a course bundle's, gets its page there)."""
     try:
-        return _render_pack(ctx, env)
+        return _render_pack(ctx, env, page and not ctx.bundle)
     except jinja2.TemplateError as exc:
         raise located_template_error(exc, Path(env.loader.searchpath[0])) from exc
 
 
-def _render_pack(ctx: LessonContext, env: jinja2.Environment) -> Pack:
+def _render_pack(ctx: LessonContext, env: jinja2.Environment, page: bool) -> Pack:
     spec = ctx.lesson.spec
     pack = Pack(spec.id, ctx.locale, ctx.edition)
     code = ctx.code()
@@ -122,7 +124,7 @@ def _render_pack(ctx: LessonContext, env: jinja2.Environment) -> Pack:
     lesson_md, cells = split_cells(document, tokens)
     pack.files[spec.kernel_file] = code.encode()
     pack.files["lesson.md"] = lesson_md.encode()
-    if not ctx.bundle:   # early for the leak scan and the formula errors; a bundle's packs are final at once
+    if page:
         pack.files["lesson.html"] = pack_page(ctx, env, lesson_md, None)   # rendered again when final
     pack.files["lesson.ipynb"] = build_notebook(cells, ctx.locale, ctx.heading)
     pack.files["check.py"] = checker_source(ctx).encode()

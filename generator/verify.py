@@ -22,12 +22,13 @@ from __future__ import annotations
 
 import datetime as _dt
 import io
+import itertools
 import json
 import shutil
 import tokenize
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterable
 
 from generator.archive import write_tree
 from generator.checker.join import joined
@@ -53,13 +54,14 @@ class Step:
 
 @dataclass
 class PackPair:
-    """One lesson x locale to verify: both editions and the declared mistakes' code."""
+    """One lesson x locale to verify: both editions and the declared mistakes' code. verify_all lets
+    go of the packs and the code (release) once they are in the lesson's job folder or the cache."""
 
     lesson_id: str
     locale: str
     spec: LessonSpec
-    exercise: Pack
-    answer: Pack
+    exercise: Pack | None
+    answer: Pack | None
     mistakes: list[tuple[Mistake, str]]
     notebook: bool
 
@@ -70,6 +72,10 @@ class PackPair:
     def content_key(self) -> str:
         return key(self.exercise.content_hash(), self.answer.content_hash(),
                    json.dumps([m.model_dump() for m, _ in self.mistakes], sort_keys=True), str(self.notebook))
+
+    def release(self) -> None:
+        self.exercise = self.answer = None
+        self.mistakes = [(mistake, "") for mistake, _ in self.mistakes]
 
 
 @dataclass
@@ -91,23 +97,36 @@ def code_key(code: str) -> str:
         return key(code)[:16]
 
 
-def verify_all(pairs: list[PackPair], runner: Runner, info: dict, cache: BuildCache, work: Path, jobs: int,
+def verify_all(pairs: Iterable[PackPair], runner: Runner, info: dict, cache: BuildCache, work: Path, jobs: int,
                progress: Progress, sandbox: str = "auto") -> Outcome:
+    """pairs: read once, in order, a lesson's locales one after another (a generator may render them
+    as they are asked for). Each lesson's pairs not in the cache are written to its job folder as
+    they come and then let go of; every task runs afterwards, together (one Slurm job array)."""
     outcome = Outcome()
-    pending: dict[str, list[PackPair]] = {}
     identity = key(runner.identity(), json.dumps(info, sort_keys=True), sandbox)
-    keys = {}
-    for pair in pairs:
-        keys[pair.label] = (pair.content_key(), key(pair.content_key(), identity))
-        hit = cache.records.get(keys[pair.label][1])
-        if hit is not None:
-            outcome.records[(pair.lesson_id, pair.locale)] = hit["record"]
-            outcome.cached[pair.label] = True
-            progress(f"verify {pair.label}: cached ({'passed' if hit['record']['passed'] else 'FAILED'})")
-        else:
-            pending.setdefault(pair.lesson_id, []).append(pair)
+    bench_identity = key(runner.identity(), json.dumps(info, sort_keys=True))   # benches: without the sandbox
+    keys, kept, plans, seen = {}, [], [], set()
+    for lesson_id, group in itertools.groupby(pairs, key=lambda pair: pair.lesson_id):
+        if lesson_id in seen:
+            raise ValueError(f"verify_all: {lesson_id}'s locales must come one after another")
+        seen.add(lesson_id)
+        lesson_pairs = list(group)
+        pending = []
+        for pair in lesson_pairs:
+            keys[pair.label] = (pair.content_key(), key(pair.content_key(), identity))
+            hit = cache.records.get(keys[pair.label][1])
+            if hit is not None:
+                outcome.records[(pair.lesson_id, pair.locale)] = hit["record"]
+                outcome.cached[pair.label] = True
+                progress(f"verify {pair.label}: cached ({'passed' if hit['record']['passed'] else 'FAILED'})")
+            else:
+                pending.append(pair)
+        if pending:
+            plans.append(_plan(pending, work / lesson_id, runner, jobs, bench_identity, sandbox))
+        for pair in lesson_pairs:
+            pair.release()
+        kept += lesson_pairs
     gpu = bool(info["cuda"]) and runner.kind != "interpreter"
-    plans = [_plan(lesson_pairs, work / lesson_id, runner, jobs, sandbox) for lesson_id, lesson_pairs in pending.items()]
     if plans:
         progress(f"verify {', '.join(f'{p.lesson_id} ({len(p.pairs)} locale(s), {len(p.units)} kernel files)' for p in plans)}"
                  f" on {runner.label} ...")
@@ -129,10 +148,12 @@ def verify_all(pairs: list[PackPair], runner: Runner, info: dict, cache: BuildCa
                 for step in steps:
                     progress(f"       {'ok  ' if step.ok else 'FAIL'} {pair.label:22} {step.name:{width}} "
                              f"{step.seconds:6.1f} s  {step.detail[:160]}")
-    entries = cache.records.values()
-    for pair in pairs:
+    entries: dict[str, list[dict]] = {}   # the cache's records by the packs they verified
+    for entry in cache.records.values():
+        entries.setdefault(entry.get("content_key"), []).append(entry)
+    for pair in kept:
         record = outcome.records[(pair.lesson_id, pair.locale)]
-        outcome.disagreements[pair.label] = disagreements(entries, keys[pair.label][0])
+        outcome.disagreements[pair.label] = disagreements(entries.get(keys[pair.label][0], []), keys[pair.label][0])
         if not record["passed"]:
             outcome.failed += [f"{pair.label}: {s['name']}: {s['detail']}" for s in record["steps"] if not s["ok"]]
     return outcome
@@ -148,9 +169,12 @@ class Plan:
     units: dict[str, str]                       # unit id -> its path in the folder
     unit_of: dict[tuple[str, str], str]         # (locale, step name) -> unit id
     task: Task
+    bench: str | None = None                    # the bench's cache key, where the lesson has one
+    bench_folder: Path | None = None            # the answer pack it runs in
 
 
-def _plan(pairs: list[PackPair], folder: Path, runner: Runner, jobs: int, sandbox: str = "auto") -> Plan:
+def _plan(pairs: list[PackPair], folder: Path, runner: Runner, jobs: int, bench_identity: str,
+          sandbox: str = "auto") -> Plan:
     clear(folder)
     folder.mkdir(parents=True)
     spec = pairs[0].spec
@@ -181,7 +205,9 @@ def _plan(pairs: list[PackPair], folder: Path, runner: Runner, jobs: int, sandbo
     (folder / "job.json").write_text(json.dumps(job, indent=1), encoding="utf-8")
     shutil.copyfile(VERIFY_JOB, folder / "verify_job.py")
     task = Task(pairs[0].lesson_id, folder, ["{python}", "verify_job.py"], JOB_TIMEOUT_S)
-    return Plan(pairs[0].lesson_id, folder, pairs, units, unit_of, task)
+    answer = pairs[0].answer
+    return Plan(pairs[0].lesson_id, folder, pairs, units, unit_of, task,
+                bench_key(answer, spec, bench_identity) if spec.bench else None, folder / answer.name)
 
 
 # ---- reading a job's results into steps --------------------------------------------------------
@@ -316,12 +342,11 @@ def _bench_warmups(plans: list[Plan], runner: Runner, info: dict, cache: BuildCa
     """Each bench that will run, started early with --warmup-only: it compiles every kernel it times
     (into the shared Triton and Inductor caches) while the GPU checks run, so that the timed run,
     alone on the GPU afterwards, compiles nothing. Local GPU only: a remote node has its own caches."""
-    identity = key(runner.identity(), json.dumps(info, sort_keys=True))
     tasks = []
     for plan in plans:
         pair = plan.pairs[0]
-        if pair.spec.bench and cache.benches.get(bench_key(pair.answer, pair.spec, identity)) is None:
-            tasks.append(Task(f"{plan.lesson_id}-bench-warmup", plan.folder / pair.answer.name,
+        if plan.bench and cache.benches.get(plan.bench) is None:
+            tasks.append(Task(f"{plan.lesson_id}-bench-warmup", plan.bench_folder,
                               ["{python}", pair.spec.bench, "--warmup-only"], 900))
     return tasks
 
@@ -329,18 +354,17 @@ def _bench_warmups(plans: list[Plan], runner: Runner, info: dict, cache: BuildCa
 def _benches(plans: list[Plan], runner: Runner, info: dict, cache: BuildCache, gpu: bool,
              progress: Progress) -> dict[str, Step]:
     found = {}
-    identity = key(runner.identity(), json.dumps(info, sort_keys=True))
     for plan in plans:
-        spec, pair = plan.pairs[0].spec, plan.pairs[0]
-        if not gpu or not spec.bench:
+        spec = plan.pairs[0].spec
+        if not gpu or not plan.bench:
             continue
-        name = bench_key(pair.answer, spec, identity)
+        name = plan.bench
         hit = cache.benches.get(name)
         if hit is not None:
             found[plan.lesson_id] = Step("bench", hit["ok"], 0.0, "measured earlier; same code (from cache)", [], hit["data"])
             continue
         progress(f"bench  {plan.lesson_id} on {info['device']} (alone on the GPU) ...")
-        folder = plan.folder / pair.answer.name
+        folder = plan.bench_folder
         [result] = runner.run_tasks([Task(f"{plan.lesson_id}-bench", folder,
                                           ["{python}", spec.bench, "--json", "bench.json"], 900)])
         data = _read(folder / "bench.json")

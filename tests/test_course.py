@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from generator.cli import main
+from generator.html import MERMAID_FILE, loads_shared_mermaid, mermaid_file, mermaid_script
 from generator.runners import Runner, Task
 from tests.conftest import REPO, run_check, unzip
 
@@ -70,6 +71,30 @@ def test_real_course_bundle_navigation(built):
                         target = str(Path(name).parent / link)
                         target = re.sub(r"[^/]+/\.\./", "", target)
                         assert target in names, (name, link)
+
+
+def test_a_bundle_carries_mermaid_once(built):
+    """One mermaid per course bundle, at its root (the bytes a single-lesson page inlines): each
+    lesson page loads it and inlines none. A lesson folder holds what that lesson's own zip holds;
+    only the files with links to other lessons, the page and the manifest differ."""
+    for path in sorted(p for p in (built / "dist").glob("triton_course-*.zip") if not p.stem.endswith("-quarto")):
+        locale_edition = path.stem.split("-", 1)[1]
+        with zipfile.ZipFile(path) as archive:
+            names = archive.namelist()
+            assert [n for n in names if n.endswith(MERMAID_FILE)] == [f"{path.stem}/{MERMAID_FILE}"]
+            assert archive.read(f"{path.stem}/{MERMAID_FILE}") == mermaid_file()
+            pages = [n for n in names if n.endswith("/lesson.html")]
+            assert len(pages) == len(list((built / "dist").glob(f"lesson*-{locale_edition}.zip"))) >= 3
+            for name in pages:
+                page = archive.read(name)
+                assert loads_shared_mermaid(page) and mermaid_script()[-300:].encode() not in page
+                lesson = name.split("/")[1]
+                with zipfile.ZipFile(built / "dist" / f"{lesson}-{locale_edition}.zip") as single:
+                    alone = {n.split("/", 1)[1]: single.read(n) for n in single.namelist()}
+                inside = {n.split("/", 2)[2]: archive.read(n) for n in names if n.split("/")[1] == lesson}
+                assert sorted(inside) == sorted(alone)
+                assert {n for n in alone if alone[n] != inside[n]} == {"lesson.md", "lesson.ipynb", "lesson.html",
+                                                                       "manifest.json"}
 
 
 def test_every_lesson_bench_runs_as_a_smoke_test(packs):

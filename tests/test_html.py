@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from generator.charts import ENGLISH_LABELS as CHART_LABELS, ChartError, bench_tables, charts, is_sweep
-from generator.html import (CSP, ENGLISH_LABELS, HtmlError, MERMAID_VERSION, lesson_html, mermaid_script,
-                            page_text, strip_vendored)
+from generator.html import (CSP, CSP_SHARED, ENGLISH_LABELS, MERMAID_FILE, HtmlError, MERMAID_VERSION, lesson_html,
+                            mermaid_script, page_text, strip_vendored)
 from generator.leaks import Fingerprint, normalise, scan_files
 from generator.render import jinja_env
 
@@ -180,6 +180,20 @@ def test_mermaid_is_inlined_once_with_its_licence_and_only_when_needed():
     assert mermaid_script() in html
     plain = page("# T\n\nNo figure, $x$.\n")
     assert "<script" not in plain and "data-figures" not in plain
+
+
+def test_a_bundle_page_loads_the_bundles_one_mermaid():
+    """A course bundle's page: the shared copy beside the lesson folders, allowed by 'self' alone."""
+    shared = lesson_html(LESSON, lang="en", title="t", env=ENV, bench=None, labels=LABELS,
+                         mermaid_src=f"../{MERMAID_FILE}").decode()
+    assert shared.count("<script") == 2 and f'<script src="../{MERMAID_FILE}"></script>' in shared
+    assert mermaid_script()[:200] not in shared and 'data-figures="pending"' in shared
+    assert f'content="{CSP_SHARED}"' in shared.replace("&#39;", "'")
+    assert CSP_SHARED == CSP.replace("script-src ", "script-src 'self' ")
+    assert strip_vendored(page().encode()).decode().replace(CSP, CSP_SHARED) != shared   # inlined there
+    plain = lesson_html("# T\n\nNo figure, $x$.\n", lang="en", title="t", env=ENV, bench=None, labels=LABELS,
+                        mermaid_src=f"../{MERMAID_FILE}").decode()
+    assert "<script" not in plain and f'content="{CSP}"' in plain.replace("&#39;", "'")
 
 
 def test_same_input_same_bytes():

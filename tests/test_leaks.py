@@ -73,3 +73,44 @@ def test_planted_leaks_in_zip(setup, place):
         if place == "zip comment":
             archive.comment = secret.encode()
     assert scan_zip(buffer.getvalue(), prints, "p.zip"), place
+
+
+def test_a_leak_only_in_the_course_bundle_is_found_and_nothing_is_released(content_copy):
+    """A template that prints an answer only where its navigation links (a course bundle's lesson
+    pages): the bundle's own scan finds it, in each lesson's folder; build/dist stays as it was."""
+    from generator.build import build
+    from generator.leaks import LeakError
+    from tests.conftest import options_for
+    options = options_for(content_copy, verify=False, locales=("en",))
+    build(options, progress=lambda _: None)
+    before = {p.name: p.read_bytes() for p in (options.out / "dist").iterdir()}
+    template = content_copy / "templates" / "pack" / "lesson.md.j2"
+    text = template.read_text(encoding="utf-8")
+    marker = "{% for link in nav %}"
+    assert text.count(marker) == 1
+    template.write_text(text.replace(marker, "{% if nav | selectattr('href') | list %}\n{{ text.solution_note }}\n"
+                                             "{% endif %}\n" + marker), encoding="utf-8")
+    with pytest.raises(LeakError) as caught:
+        build(options, progress=lambda _: None)
+    lines = [line for line in str(caught.value).splitlines() if "contains answer-only material" in line]
+    assert lines and all(line.startswith("triton_course-en-exercise.zip/triton_course-en-exercise/lesson0")
+                         for line in lines), str(caught.value)
+    assert {line.split("/")[2] for line in lines} == {lesson.spec.id for lesson in load_content(content_copy / "content").published}
+    assert {p.name: p.read_bytes() for p in (options.out / "dist").iterdir()} == before
+    assert not (options.out / "dist.new").exists()
+
+
+def test_many_fingerprints_find_what_a_plain_search_finds():
+    """Against thousands of fingerprints (a bundle's index against every lesson's) the scan looks
+    where each one's first characters occur: the same first hit as trying each in turn."""
+    import random
+    import string
+    from generator.leaks import MANY_PRINTS, Fingerprint
+    rng = random.Random(3)
+    text = "".join(rng.choice(string.ascii_lowercase) for _ in range(50_000))
+    prints = [Fingerprint(f"p{i}", "".join(rng.choice(string.ascii_lowercase) for _ in range(16)))
+              for i in range(MANY_PRINTS + 500)]
+    assert scan_files({"index.md": text.encode()}, prints, "b") == []
+    planted = prints[:1000] + [Fingerprint("late", text[40_000:40_020]), Fingerprint("short", text[7:12])]
+    planted = prints[1000:] + planted + [Fingerprint("first", text[100:130])]   # order decides which is named
+    assert scan_files({"index.md": text.encode()}, planted, "b") == ["b/index.md: contains answer-only material from late"]
