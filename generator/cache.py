@@ -25,9 +25,14 @@ def key(*parts: str) -> str:
 
 
 def write_json(path: Path, value: Any) -> None:
+    write_text_atomically(path, json.dumps(value, ensure_ascii=False, indent=1, sort_keys=True))
+
+
+def write_text_atomically(path: Path, text: str) -> None:
+    """The whole text or the file as it was: written beside it, then renamed over it."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(json.dumps(value, ensure_ascii=False, indent=1, sort_keys=True), encoding="utf-8")
+    tmp.write_text(text, encoding="utf-8")
     os.replace(tmp, path)
 
 

@@ -31,9 +31,9 @@ def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--locale", action="append", default=[], help="only this locale (repeatable)")
 
 
-def _runner_args(parser: argparse.ArgumentParser) -> None:
+def _runner_args(parser: argparse.ArgumentParser, what: str = "verification", notebook: bool = True) -> None:
     parser.add_argument("--runner", default="auto", choices=["auto", "cuda", "interpreter", "command", "slurm"],
-                        help="where verification runs (default: auto = cuda if a GPU is visible, else interpreter; "
+                        help=f"where {what} runs (default: auto = cuda if a GPU is visible, else interpreter; "
                              "slurm: one job array on a Slurm cluster)")
     parser.add_argument("--python", help="Python interpreter with torch and triton used to run packs "
                                          "(default: the one running coursepack)")
@@ -41,13 +41,14 @@ def _runner_args(parser: argparse.ArgumentParser) -> None:
                                                  "{shell_cmd}, e.g. 'ssh gpu01 {shell_cmd}' or "
                                                  "'srun --gres=gpu:1 --chdir {cwd} {cmd}'")
     parser.add_argument("-j", "--jobs", type=int, default=min(8, os.cpu_count() or 2),
-                        help="verification steps run at once, and processes that zip the lessons "
-                             "(default: the CPU count, at most 8: %(default)s)")
-    parser.add_argument("--no-notebook", action="store_true",
-                        help="skip executing the answer notebook (needs IPython on the runner)")
-    parser.add_argument("--sandbox", choices=("auto", "on", "off"), default="auto",
-                        help="run the answer and the declared mistakes in the checker's sandbox (bubblewrap): "
-                             "auto = where it can run on the runner (the report says which), on = fail without it")
+                        help=f"{what} steps run at once" + (", and processes that zip the lessons" if notebook else "")
+                             + " (default: the CPU count, at most 8: %(default)s)")
+    if notebook:   # verification's own
+        parser.add_argument("--no-notebook", action="store_true",
+                            help="skip executing the answer notebook (needs IPython on the runner)")
+        parser.add_argument("--sandbox", choices=("auto", "on", "off"), default="auto",
+                            help="run the answer and the declared mistakes in the checker's sandbox (bubblewrap): "
+                                 "auto = where it can run on the runner (the report says which), on = fail without it")
     slurm = parser.add_argument_group("--runner slurm", "settings file (see examples/slurm.yaml) and overrides")
     slurm.add_argument("--slurm-config", type=Path, metavar="FILE", help="YAML settings: partition, account, qos, "
                        "time_limit, gres, sbatch_args, setup_lines, python, staging, max_retries, pending_limit_s ...")
@@ -66,6 +67,7 @@ def parser() -> argparse.ArgumentParser:
     v = sub.add_parser("verify", help="run the verification gate only (no zips)")
     _common(v)
     _runner_args(v)
+    _grade_parser(sub)
     c = sub.add_parser("check", help="load and validate the content, render in memory, scan for leaks; write nothing")
     _common(c)
     cl = sub.add_parser("clean", help="remove build outputs (keeps the verification cache)")
@@ -91,6 +93,60 @@ def parser() -> argparse.ArgumentParser:
     nw.add_argument("locale")
     nw.add_argument("--content", type=Path, default=Path("content"))
     return top
+
+
+def _grade_parser(sub) -> None:
+    g = sub.add_parser("grade", help="grade a class's submissions of one lesson: gradebook, feedback, Gradescope "
+                                     "results, class summary (README: Grading)")
+    g.add_argument("submissions", type=Path, nargs="?", help="a folder (or .zip) of submissions, in one of the "
+                   "layouts of README's Grading section, or one submission file")
+    g.add_argument("--lesson", required=True, help="the lesson's id, e.g. lesson03_relu")
+    g.add_argument("--locale", help="every feedback in this language (default: the roster's, else the language of "
+                                    "the student's own pack where it shows, else the course's source language)")
+    g.add_argument("--roster", type=Path, help="roster.csv: id,name,email,locale,aliases")
+    g.add_argument("--content", type=Path, default=Path("content"), help="content folder (default: ./content)")
+    g.add_argument("--templates", type=Path, default=TEMPLATES, help="templates folder (default: the built-in ones)")
+    g.add_argument("--out", type=Path, help="output folder, replaced whole (default: build/grades/<lesson>/)")
+    _runner_args(g, "grading", notebook=False)
+    g.add_argument("--chunk", type=int, help="submissions per runner task (default: all in one on this machine, "
+                                             "50 per Slurm array element or command)")
+    g.add_argument("--timeout", type=float, help="seconds allowed for each case (default: the lesson's timeout_s)")
+    g.add_argument("--sandbox", choices=["on", "off"], default="on",
+                   help="on (default): every submission runs in the sandbox, and grading refuses to start where "
+                        "it cannot; off: run them unconfined (every output says so)")
+    g.add_argument("--gradescope", action="store_true",
+                   help="inside a Gradescope autograder container: grade /autograder/submission in the Triton "
+                        "interpreter and write /autograder/results/results.json")
+    for name, default in (("submission", "/autograder/submission"), ("results", "/autograder/results/results.json"),
+                          ("metadata", "/autograder/submission_metadata.json")):
+        g.add_argument(f"--gradescope-{name}", type=Path, default=Path(default), help=f"(default: {default})")
+
+
+def _grade(args: argparse.Namespace) -> int:
+    from generator.grade.run import GradeOptions, grade, grade_in_container
+    options = GradeOptions(
+        submissions=args.submissions, lesson=args.lesson, content=args.content, templates=args.templates,
+        out=args.out, locale=args.locale, roster=args.roster, runner=args.runner, python=args.python,
+        runner_command=args.runner_command, slurm=slurm_settings(args) if args.runner == "slurm" else None,
+        jobs=args.jobs, chunk=args.chunk, timeout=args.timeout, sandbox=args.sandbox,
+        gradescope_submission=args.gradescope_submission, gradescope_results=args.gradescope_results,
+        gradescope_metadata=args.gradescope_metadata)
+    if args.gradescope:
+        grade_in_container(options)
+        return EXIT_OK
+    if args.submissions is None:
+        raise CoursepackError("say where the submissions are: coursepack grade SUBMISSIONS --lesson ID")
+    outcome = grade(options)
+    counts = {}
+    for row in outcome.rows:
+        counts[row.status] = counts.get(row.status, 0) + 1
+    print(f"graded {len(outcome.rows)} student(s) in {outcome.seconds:.1f} s ("
+          + ", ".join(f"{n} {status}" for status, n in sorted(counts.items())) + f"); wrote {outcome.out}")
+    if outcome.problems:
+        print("some submissions have no result (their rows say crashed; run again to retry them):\n  "
+              + "\n  ".join(outcome.problems), file=sys.stderr)
+        return EXIT_ERROR
+    return EXIT_OK
 
 
 def _options(args: argparse.Namespace, verify: bool) -> BuildOptions:
@@ -160,11 +216,15 @@ def main(argv: list[str] | None = None) -> int:
             print(f"next: cd {args.dir} && coursepack build   (or: coursepack build --content {args.dir / 'content'})")
         elif args.command == "i18n":
             return _i18n(args)
+        elif args.command == "grade":
+            return _grade(args)
     except CoursepackError as exc:
         print(f"coursepack: error: {exc}", file=sys.stderr)
         return EXIT_ERROR
     except KeyboardInterrupt:
-        print("coursepack: interrupted; build/dist was left as it was", file=sys.stderr)
+        print("coursepack: interrupted; " + ("the results finished so far are kept, and the same command resumes; "
+                                             "the output folder was left as it was" if args.command == "grade"
+                                             else "build/dist was left as it was"), file=sys.stderr)
         return 130
     return EXIT_OK
 

@@ -265,8 +265,9 @@ def _check_locales(course: Course, locales: dict[str, Locale], root: Path, probl
         path = root / "locales" / f"{code}.yaml"
         _same_keys(path, "lesson_titles", set(locale.lesson_titles), ids, "the course's lessons", problems)
         if source is not None and code != course.source_locale:
-            _same_keys(path, "checker", set(locale.checker), set(source.checker),
-                       f"the {course.source_locale} source", problems)
+            for section in ("checker", "grade"):
+                _same_keys(path, section, set(getattr(locale, section)), set(getattr(source, section)),
+                           f"the {course.source_locale} source", problems)
             _same_keys(path, "pack.file_descriptions", set(locale.pack.file_descriptions),
                        set(source.pack.file_descriptions), f"the {course.source_locale} source", problems)
 

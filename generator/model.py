@@ -118,6 +118,7 @@ class Locale(Strict):
     headings: Headings
     pack: PackTexts
     checker: dict[Ident, Text]
+    grade: dict[Ident, Text]      # `coursepack grade`: feedback pages, the gradebook, the class summary
 
     def heading(self, lesson_id: str, number: int) -> str:
         """'Lesson 3: <title>' in this language."""

@@ -1,0 +1,78 @@
+"""grades.csv: one row per student, after a header and, as `otter grade` writes its
+final_grades.csv, a row of the maximum points (id POINTS POSSIBLE). Written whole or not at all.
+
+Columns: student_id, name, email, lesson, locale, status; the automatic points per rubric group
+(points_normal, points_boundary) and their sum (points_automatic); the manual parts, empty for the
+instructor (manual_explanation, manual_q1, ...); cases_passed, cases_failed, cases_skipped,
+failed_cases (ids); flags (; separated, see generator/grade/rows.py); detail (why a row has no
+result); graded_file, submission_sha256; device, torch, triton, python, sandbox, date;
+checker_sha256."""
+
+from __future__ import annotations
+
+import csv
+import io
+from pathlib import Path
+
+from generator.cache import write_text_atomically
+from generator.grade.feedback import reason_text
+from generator.grade.lesson import GradeLesson
+from generator.grade.rows import Row, device_of, failed_cases
+
+POSSIBLE = "POINTS POSSIBLE"
+
+
+def columns(lesson: GradeLesson) -> list[str]:
+    manual = ["manual_explanation"] + [f"manual_{q}" for q in lesson.spec.questions]
+    return (["student_id", "name", "email", "lesson", "locale", "status", "points_normal", "points_boundary",
+             "points_automatic"] + manual +
+            ["cases_passed", "cases_failed", "cases_skipped", "failed_cases", "flags", "detail", "graded_file",
+             "submission_sha256", "device", "torch", "triton", "python", "sandbox", "date", "checker_sha256"])
+
+
+def possible(lesson: GradeLesson) -> dict[str, object]:
+    rubric = lesson.spec.rubric
+    row = {"student_id": POSSIBLE, "lesson": lesson.id, "points_normal": rubric.normal,
+           "points_boundary": rubric.boundary, "points_automatic": rubric.normal + rubric.boundary,
+           "manual_explanation": rubric.explanation, "cases_passed": len(lesson.spec.checks.cases),
+           "checker_sha256": lesson.checker_hash}
+    row.update({f"manual_{q}": rubric.per_question for q in lesson.spec.questions})
+    return row
+
+
+def record(lesson: GradeLesson, row: Row, instructor: str, sandbox: str) -> dict[str, object]:
+    data = row.data or {}
+    env = data.get("environment") or {}
+    cases = data.get("cases") or []
+    failed = failed_cases(data)
+    detail = reason_text(lesson.languages[instructor], row.reason).replace("`", "") if row.reason else ""
+    if not detail and data.get("load_error"):
+        load_error = data["load_error"]
+        detail = f"{load_error.get('kind', '')}: {str(load_error.get('text', '')).strip()}".strip(": ")[:300]
+    submission = row.submission
+    return {"student_id": row.student, "name": row.name, "email": row.email, "lesson": lesson.id,
+            "locale": row.locale, "status": row.status, "points_normal": row.points["normal"],
+            "points_boundary": row.points["boundary"], "points_automatic": row.automatic,
+            "cases_passed": sum(1 for c in cases if c["status"] == "pass") if data else "",
+            "cases_failed": len(failed) if data else "",
+            "cases_skipped": sum(1 for c in cases if c["status"] == "skip") if data else "",
+            "failed_cases": " ".join(c["id"] for c in failed), "flags": ";".join(row.flags), "detail": detail,
+            "graded_file": submission.source if submission else "",
+            "submission_sha256": submission.digest if submission else "",
+            "device": device_of(data), "torch": env.get("torch", ""), "triton": env.get("triton", ""),
+            "python": env.get("python", ""), "sandbox": (data.get("sandbox") or sandbox) if data else "",
+            "date": data.get("date", ""), "checker_sha256": lesson.checker_hash}
+
+
+def gradebook_csv(lesson: GradeLesson, rows: list[Row], instructor: str, sandbox: str) -> str:
+    out = io.StringIO()
+    writer = csv.DictWriter(out, columns(lesson), lineterminator="\n")
+    writer.writeheader()
+    writer.writerow(possible(lesson))
+    for row in rows:
+        writer.writerow(record(lesson, row, instructor, sandbox))
+    return out.getvalue()
+
+
+def write_gradebook(path: Path, text: str) -> None:
+    write_text_atomically(path, text)

@@ -1,0 +1,240 @@
+"""`coursepack grade`: the pipeline. Gather everything first (the lesson's checkers, the roster,
+every submission read), then run only the code whose result is not cached, then write every
+output at once: the output folder is swapped in whole, so it is never half written.
+
+    collect (collect.py, roster.py) -> units and the cache (tasks.py) -> runner tasks (tasks.py,
+    generator/checker/grade_job.py) -> rows (rows.py) -> grades.csv (gradebook.py),
+    feedback/ (feedback.py), gradescope/ (gradescope.py), summary.md/.html (summary.py)
+
+`grade_in_container` is the same for one student inside a Gradescope autograder container."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from generator.archive import replace_dir
+from generator.cache import BuildCache, key, write_text_atomically
+from generator.checker.sandbox import sandbox_problem
+from generator.grade import gradescope as gs
+from generator.grade.collect import Submission, collect, read_tree, submission_of
+from generator.grade.feedback import write_feedback
+from generator.grade.gradebook import gradebook_csv
+from generator.grade.lesson import GradeError, GradeLesson, load_lesson
+from generator.grade.pages import html_page
+from generator.grade.roster import Student, read_roster
+from generator.grade.rows import Row, assign_slugs, make_row, people
+from generator.grade.summary import CHART, score_chart, summary_markdown
+from generator.grade.tasks import ResultStore, Unit, collect_results, harvest, plan, unit_key
+from generator.resources import TEMPLATES
+from generator.runners import make_runner
+
+Progress = Callable[[str], None]
+
+
+@dataclass
+class GradeOptions:
+    submissions: Path | None = None
+    lesson: str = ""
+    content: Path = Path("content")
+    templates: Path = TEMPLATES
+    out: Path | None = None             # default: <build>/grades/<lesson>
+    build: Path | None = None           # the cache and job folders; default: build/ beside the content
+    locale: str | None = None           # every feedback in this language
+    roster: Path | None = None
+    runner: str = "auto"
+    python: str | None = None
+    runner_command: str | None = None
+    slurm: Any = None
+    jobs: int = min(8, os.cpu_count() or 2)
+    chunk: int | None = None            # submissions per task (default: all in one locally, 50 elsewhere)
+    timeout: float | None = None        # seconds per case (default: the lesson's timeout_s)
+    sandbox: str = "on"                 # "off": the documented opt-out; every output says so
+    gradescope_submission: Path = gs.SUBMISSION
+    gradescope_results: Path = gs.RESULTS
+    gradescope_metadata: Path = gs.METADATA
+
+
+@dataclass
+class GradeOutcome:
+    rows: list[Row]
+    out: Path | None
+    ran: int = 0                  # distinct pieces of code run now
+    cached: int = 0               # distinct pieces of code whose result came from the cache
+    seconds: float = 0.0
+    run_seconds: float = 0.0
+    tasks: list[dict] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+
+
+def _stderr(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def grade(options: GradeOptions, progress: Progress = _stderr) -> GradeOutcome:
+    started = time.monotonic()
+    lesson = load_lesson(options.content, options.lesson)
+    build = options.build or options.content.resolve().parent / "build"
+    out = options.out or build / "grades" / lesson.id
+    _check_out(out)
+    locales = list(lesson.languages)
+    if options.locale and options.locale not in locales:
+        raise GradeError(f"--locale {options.locale}: not one of the course's languages ({', '.join(locales)})")
+    runner = _runner(options, build, progress)
+    roster = read_roster(options.roster, locales) if options.roster else None
+    if not options.submissions.exists():
+        raise GradeError(f"{options.submissions}: no such file or folder")
+    submissions = collect(options.submissions, lesson)
+    pairs = people(submissions, roster)
+    progress(f"grade {lesson.id}: {len(submissions)} submission(s) in {options.submissions}"
+             + (f", {len(roster)} student(s) in the roster" if roster is not None else ""))
+    outcome = GradeOutcome([], out)
+    results, failures = _run(lesson, [s for _, s, _ in pairs if s is not None], runner, options, build, outcome,
+                             progress)
+    rows = [make_row(lesson, student, submission, in_roster, results.get(id(submission)),
+                     failures.get(id(submission)), options.locale, options.sandbox)
+            for student, submission, in_roster in pairs]
+    assign_slugs(rows)
+    instructor = options.locale or lesson.source_locale
+    _write_outputs(lesson, rows, out, build, options, instructor)
+    outcome.rows, outcome.seconds = rows, time.monotonic() - started
+    return outcome
+
+
+def grade_in_container(options: GradeOptions, progress: Progress = _stderr) -> GradeOutcome:
+    """Gradescope's container: the one submission in /autograder/submission, graded in the Triton
+    interpreter (the containers have no GPU), to /autograder/results/results.json."""
+    started = time.monotonic()
+    lesson = load_lesson(options.content, options.lesson)
+    build = options.build or Path(os.environ.get("TMPDIR", "/tmp")) / "coursepack-grade"
+    folder = options.gradescope_submission
+    if not folder.is_dir():
+        raise GradeError(f"{folder}: no submission folder (Gradescope puts the student's files there)")
+    sid, name, email = gs.submitter(options.gradescope_metadata)
+    submission = submission_of(sid, "gradescope", name, read_tree(folder), lesson)
+    submission.email = email
+    runner = _runner(GradeOptions(**{**options.__dict__, "runner": "interpreter"}), build, progress)
+    outcome = GradeOutcome([], None)
+    results, failures = _run(lesson, [submission], runner, options, build, outcome, progress)
+    student = Student(sid, name, email)
+    row = make_row(lesson, student, submission, True, results.get(id(submission)), failures.get(id(submission)),
+                   options.locale, options.sandbox)
+    modules = build / "checkers"
+    gs.write_results(options.gradescope_results, gs.results_json(lesson, row, modules, options.sandbox))
+    progress(f"wrote {options.gradescope_results}: {row.status}, {row.automatic} automatic point(s)")
+    outcome.rows, outcome.seconds = [row], time.monotonic() - started
+    return outcome
+
+
+def _check_out(out: Path) -> None:
+    """The output folder is replaced whole: refuse one that holds something else."""
+    if out.exists() and any(out.iterdir()) and not (out / "grades.csv").exists():
+        raise GradeError(f"--out {out}: the folder exists and holds no earlier grading (no grades.csv); "
+                         "it would be replaced whole: choose a new or empty folder")
+
+
+def _runner(options: GradeOptions, build: Path, progress: Progress):
+    probes = BuildCache(build).probes
+    runner = make_runner(options.runner, options.python, options.runner_command, build / "triton-cache",
+                         probes / "auto.json", options.slurm, progress)
+    if options.sandbox not in ("on", "off"):
+        raise GradeError(f"--sandbox {options.sandbox}: expected on or off")
+    if options.sandbox == "on" and runner.kind in ("cuda", "interpreter"):
+        why = sandbox_problem()
+        if why is not None:
+            raise GradeError(f"the sandbox cannot run here: {why}. Grading never runs students' code unconfined; "
+                             "install bubblewrap, or pass --sandbox off to run it without (every output then says so)")
+    return runner
+
+
+def _run(lesson: GradeLesson, submissions: list[Submission], runner, options: GradeOptions, build: Path,
+         outcome: GradeOutcome, progress: Progress) -> tuple[dict[int, dict], dict[int, str]]:
+    """Each gradable submission's result (by id() of the submission), and why some have none."""
+    info = runner.probe(build, BuildCache(build).probes / f"{runner.kind}.json")
+    runner.check_usable(info)
+    identity = key(runner.identity(), json.dumps(info, sort_keys=True))
+    timeout = float(options.timeout or lesson.spec.checks.timeout_s)
+    store = ResultStore(build / "cache" / "grade")
+    work = build / "work" / f"grade-{lesson.id}"
+    recovered = harvest(work, store)
+    if recovered:
+        progress(f"kept {recovered} result(s) of an earlier run that did not finish")
+    units: dict[str, Unit] = {}
+    key_of: dict[int, str] = {}
+    for submission in submissions:
+        if submission.code is None or submission.problem is not None:
+            continue
+        unit = unit_key(submission.code, submission.cell, lesson.checker_hash, identity, timeout, options.sandbox)
+        key_of[id(submission)] = unit
+        units.setdefault(unit, Unit(unit, submission.code, submission.cell, lesson.spec.kernel_file))
+    pending = [u for u in units.values() if store.data(u.key) is None]
+    outcome.cached, outcome.ran = len(units) - len(pending), len(pending)
+    missing: dict[str, str] = {}
+    if pending:
+        runner.warm_up()   # the task server imports torch while the job folders are written
+        local = runner.kind in ("cuda", "interpreter")
+        chunk = options.chunk or (len(pending) if local else 50)
+        chunks = plan(pending, work, lesson.checker, chunk, options.jobs, timeout, options.sandbox,
+                      runner.kind == "interpreter", len(lesson.spec.checks.cases))
+        progress(f"grade {len(pending)} distinct submission(s) ({outcome.cached} from the cache) on {runner.label}: "
+                 f"{info['device']} · torch {info['torch']} · triton {info['triton']} · sandbox {options.sandbox} · "
+                 f"{len(chunks)} task(s), {options.jobs} at once in each")
+        begun = time.monotonic()
+        results = runner.run_tasks([c.task for c in chunks], progress, parallel=1)
+        outcome.run_seconds = time.monotonic() - begun
+        finished = collect_results(chunks, results, store)
+        outcome.tasks = finished.tasks
+        if finished.refused:
+            raise GradeError("the sandbox cannot run on the runner, so nothing was graded: "
+                             + "; ".join(sorted(set(finished.refused)))
+                             + ". Install bubblewrap there, or pass --sandbox off (every output then says so)")
+        missing = finished.missing
+        rate = len(pending) / outcome.run_seconds if outcome.run_seconds else 0.0
+        progress(f"graded {len(pending) - len(missing)} in {outcome.run_seconds:.1f} s ({rate:.1f} per second)"
+                 + (f"; {len(missing)} without a result (rows say crashed; a later run tries them again)"
+                    if missing else ""))
+        outcome.problems = sorted(set(missing.values()))
+        if not missing:
+            shutil.rmtree(work, ignore_errors=True)   # every result is in the store
+    elif units:
+        progress(f"every result ({len(units)}) is in the cache: nothing to run")
+    by_id = {id(s): s for s in submissions}
+    results = {}
+    for sid, unit in key_of.items():
+        data = store.data(unit)
+        if data is not None:
+            edits, fill = lesson.review_edits(by_id[sid].code, by_id[sid].cell is not None, build / "checkers")
+            results[sid] = dict(data, edits_outside_blank=edits, fill=fill)
+    failures = {sid: missing.get(unit, "no result") for sid, unit in key_of.items() if sid not in results}
+    return results, failures
+
+
+def _write_outputs(lesson: GradeLesson, rows: list[Row], out: Path, build: Path, options: GradeOptions,
+                   instructor: str) -> None:
+    """Everything in a fresh folder beside out, then swapped in for it."""
+    new = out.with_name(out.name + ".new")
+    if new.exists():
+        shutil.rmtree(new)
+    new.mkdir(parents=True)
+    modules = build / "checkers"
+    for row in rows:
+        write_feedback(lesson, row, new / "feedback", modules, options.templates, options.sandbox)
+        gs.write_results(new / "gradescope" / row.slug / "results.json",
+                         gs.results_json(lesson, row, modules, options.sandbox))
+    language = lesson.languages[instructor]
+    rubric = lesson.spec.rubric
+    chart = score_chart(rows, rubric.normal + rubric.boundary, language)
+    summary = summary_markdown(lesson, rows, instructor, options.sandbox)
+    (new / CHART).write_text(chart, encoding="utf-8")
+    (new / "summary.md").write_text(summary, encoding="utf-8")
+    title = language.text("summary_title", lesson=lesson.heading(instructor))
+    (new / "summary.html").write_text(html_page(summary, title, instructor, options.templates, {CHART: chart}),
+                                      encoding="utf-8")
+    write_text_atomically(new / "grades.csv", gradebook_csv(lesson, rows, instructor, options.sandbox))
+    replace_dir(new, out)

@@ -1,0 +1,140 @@
+"""Running a class's code through the trusted checker: units (each distinct piece of code once),
+job folders of chunks of units, the runner's tasks (generator/checker/grade_job.py in each
+folder: on this machine through the warm task server, through a command template, or as the
+elements of one Slurm job array), and harvesting the results they leave.
+
+A job writes each unit's result to results/<unit>.json as soon as it has it, so a run that was
+killed (the instructor's Ctrl-C, a node that died) keeps what it finished: harvest() moves those
+results into the store before anything else runs, and only the rest is planned again."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+from generator.cache import Store, read_json
+from generator.runners import Task, TaskResult
+
+GRADE_JOB = Path(__file__).resolve().parent.parent / "checker" / "grade_job.py"
+START_S = 600            # a task's own start: torch, the sandboxed factory, the cases
+MAX_TASK_S = 4 * 3600
+
+
+@dataclass(frozen=True)
+class Unit:
+    """One distinct piece of code to check (students who handed in the same code share it)."""
+
+    key: str
+    code: str
+    cell: int | None      # a notebook's exercise cell: judged without the kernel file's demo block
+    module: str           # the kernel file's name
+
+
+def unit_key(code: str, cell: int | None, checker_hash: str, runner: str, timeout: float, sandbox: str) -> str:
+    """What a result depends on: the code (byte for byte), whether it is a notebook cell, the
+    checker, the runner (kind, Python, versions, device), the time-out and the sandbox."""
+    parts = [code, "cell" if cell is not None else "file", checker_hash, runner, repr(float(timeout)), sandbox]
+    return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:40]
+
+
+class ResultStore(Store):
+    """Results by unit key, under build/cache/grade/ (each an atomic JSON file)."""
+
+    def data(self, key: str) -> dict | None:
+        found = self.get(key)
+        return found["data"] if isinstance(found, dict) and isinstance(found.get("data"), dict) else None
+
+
+def harvest(folder: Path, store: ResultStore) -> int:
+    """Move the unit results a run that did not finish left in its job folders into the store;
+    how many were not there yet."""
+    tasks = sorted(folder.glob("task-*")) if folder.exists() else []
+    return sum(len(harvest_one(task_dir, store)[0]) for task_dir in tasks)
+
+
+def harvest_one(task_dir: Path, store: ResultStore) -> tuple[list[str], dict[str, str]]:
+    """The unit results of one job folder into the store: (keys stored, {key: the checker's own
+    error}). A unit the checker itself broke on is not stored: a later run tries it again."""
+    stored, broken = [], {}
+    for path in sorted((task_dir / "results").glob("*.json")):
+        if store.data(path.stem) is not None:
+            continue
+        found = read_json(path)
+        if not (isinstance(found, dict) and isinstance(found.get("data"), dict) and found.get("id") == path.stem):
+            continue
+        if found["data"].get("status") == "checker_error":
+            broken[path.stem] = "the checker broke: " + str(found["data"].get("error", ""))[-300:]
+        else:
+            store.put(path.stem, found)
+            stored.append(path.stem)
+    return stored, broken
+
+
+@dataclass
+class Chunk:
+    task: Task
+    units: list[Unit]
+
+
+def plan(units: list[Unit], folder: Path, checker: str, chunk: int, jobs: int, timeout: float, sandbox: str,
+         interpreter: bool, cases: int) -> list[Chunk]:
+    """Job folders under folder (emptied first), chunk units each: job.json, grade_job.py,
+    check.py and the units' files."""
+    if folder.exists():
+        shutil.rmtree(folder)
+    chunks = []
+    size = max(1, chunk)
+    for index, start in enumerate(range(0, len(units), size)):
+        mine = units[start:start + size]
+        task_dir = folder / f"task-{index:04d}"
+        (task_dir / "units").mkdir(parents=True)
+        entries = []
+        for unit in mine:
+            path = task_dir / "units" / unit.key / unit.module
+            path.parent.mkdir()
+            path.write_text(unit.code, encoding="utf-8")
+            display = "lesson.ipynb" if unit.cell is not None else unit.module
+            entries.append({"id": unit.key, "path": path.relative_to(task_dir).as_posix(), "display": display,
+                            "cell": unit.cell})
+        job = {"units": entries, "checker": "check.py", "jobs": jobs, "case_timeout": timeout,
+               "interpreter": interpreter, "sandbox": sandbox}
+        (task_dir / "job.json").write_text(json.dumps(job, indent=1), encoding="utf-8")
+        (task_dir / "check.py").write_text(checker, encoding="utf-8")
+        shutil.copyfile(GRADE_JOB, task_dir / "grade_job.py")
+        waves = math.ceil(len(mine) / max(1, jobs))
+        limit = min(MAX_TASK_S, START_S + waves * cases * timeout)
+        chunks.append(Chunk(Task(f"grade-{index:04d}", task_dir, ["{python}", "grade_job.py"], limit), mine))
+    return chunks
+
+
+@dataclass
+class Finished:
+    """What the tasks of a run left: refusals (no sandbox there), and units without a result."""
+
+    refused: list[str]
+    missing: dict[str, str]    # unit key -> why its task gave no result
+    tasks: list[dict]
+
+
+def collect_results(chunks: list[Chunk], results: list[TaskResult], store: ResultStore) -> Finished:
+    refused, missing, tasks = [], {}, []
+    for chunk, result in zip(chunks, results):
+        folder = chunk.task.folder
+        summary = read_json(folder / "result.json") or {}
+        _, broken = harvest_one(folder, store)
+        tasks.append({"task": chunk.task.name, "units": len(chunk.units), "state": result.state,
+                      "job_id": result.job_id, "seconds": round(result.seconds, 1),
+                      "sandbox": summary.get("sandbox", "?")})
+        if summary.get("refused"):
+            refused.append(summary["refused"])
+        why = summary.get("refused") or result.detail or (
+            f"{result.state}: {(result.stderr or result.stdout).strip()[-300:]}" if result.state != "COMPLETED"
+            else "the task ended without this result")
+        for unit in chunk.units:
+            if store.data(unit.key) is None:
+                missing[unit.key] = broken.get(unit.key, why)
+    return Finished(refused, missing, tasks)
