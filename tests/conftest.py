@@ -89,6 +89,44 @@ def content_copy(tmp_path: Path) -> Path:
     return copy_content(tmp_path)
 
 
+def small_lesson_copy(root: Path, keep: list[str], lesson: str = "lesson03_relu") -> Path:
+    """This repository's content/ and templates/ in root, with one lesson cut to the cases in keep
+    (its declared mistakes and case names cut to match): a fast lesson in the interpreter.
+    Returns root / "content"."""
+    from ruamel.yaml import YAML
+    shutil.copytree(REPO / "content", root / "content", ignore=shutil.ignore_patterns(".i18n"))
+    shutil.copytree(REPO / "templates", root / "templates")
+    path = root / "content" / "lessons" / lesson / "lesson.yaml"
+    yaml = YAML()
+    spec = yaml.load(path.read_text(encoding="utf-8"))
+    checks = spec["checks"]
+    checks["cases"] = [case for case in checks["cases"] if case["id"] in keep]
+    mistakes = []
+    for mistake in checks["mistakes"]:
+        fails = mistake["fails"]
+        if isinstance(fails, list):
+            fails = [case for case in fails if case in keep]
+            if not fails:
+                continue
+        else:
+            fails = {"all_except": [case for case in fails["all_except"] if case in keep]}
+        mistake["fails"] = fails
+        if "reasons" in mistake:
+            mistake["reasons"] = {case: reason for case, reason in mistake["reasons"].items() if case in keep}
+        mistakes.append(mistake)
+    checks["mistakes"] = mistakes
+    with open(path, "w", encoding="utf-8") as handle:
+        yaml.dump(spec, handle)
+    for text in path.parent.glob("text.*.yaml"):   # the cases' names, and their translation stamps
+        data = yaml.load(text.read_text(encoding="utf-8"))
+        for case in [c for c in data["checker"]["cases"] if c not in keep]:
+            del data["checker"]["cases"][case]
+            data.get("source_hashes", {}).pop(f"checker.cases.{case}", None)
+        with open(text, "w", encoding="utf-8") as handle:
+            yaml.dump(data, handle)
+    return root / "content"
+
+
 def options_for(root: Path, **kw) -> BuildOptions:
     return BuildOptions(content=root / "content", templates=root / "templates", out=root / "build", **kw)
 

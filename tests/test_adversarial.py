@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO, has_cuda, load_checker, options_for, unzip
+from tests.conftest import REPO, has_cuda, load_checker, options_for, small_lesson_copy, unzip
 
 CORPUS = Path(__file__).parent / "adversarial"
 ATTACKS = sorted(p for p in CORPUS.glob("*.py") if not p.name.startswith("_"))
@@ -37,39 +37,9 @@ def test_the_corpus_is_what_the_issue_lists():
 def small_pack(tmp_path_factory) -> Path:
     """Lesson 3's exercise pack (English) with five of its cases (its mistakes cut to match),
     built without verification."""
-    from ruamel.yaml import YAML
     from generator.build import build
     root = tmp_path_factory.mktemp("corpus")
-    shutil.copytree(REPO / "content", root / "content", ignore=shutil.ignore_patterns(".i18n"))
-    shutil.copytree(REPO / "templates", root / "templates")
-    path = root / "content" / "lessons" / "lesson03_relu" / "lesson.yaml"
-    yaml = YAML()
-    spec = yaml.load(path.read_text(encoding="utf-8"))
-    checks = spec["checks"]
-    checks["cases"] = [case for case in checks["cases"] if case["id"] in KEEP]
-    mistakes = []
-    for mistake in checks["mistakes"]:
-        fails = mistake["fails"]
-        if isinstance(fails, list):
-            fails = [case for case in fails if case in KEEP]
-            if not fails:
-                continue
-        else:
-            fails = {"all_except": [case for case in fails["all_except"] if case in KEEP]}
-        mistake["fails"] = fails
-        if "reasons" in mistake:
-            mistake["reasons"] = {case: reason for case, reason in mistake["reasons"].items() if case in KEEP}
-        mistakes.append(mistake)
-    checks["mistakes"] = mistakes
-    with open(path, "w", encoding="utf-8") as handle:
-        yaml.dump(spec, handle)
-    for text in path.parent.glob("text.*.yaml"):   # the cases' names, and their translation stamps
-        data = yaml.load(text.read_text(encoding="utf-8"))
-        for case in [c for c in data["checker"]["cases"] if c not in KEEP]:
-            del data["checker"]["cases"][case]
-            data.get("source_hashes", {}).pop(f"checker.cases.{case}", None)
-        with open(text, "w", encoding="utf-8") as handle:
-            yaml.dump(data, handle)
+    small_lesson_copy(root, KEEP)
     options = options_for(root, verify=False, lessons=("lesson03_relu",), locales=("en",))
     build(options, progress=lambda _: None)
     unzip(root / "build" / "dist" / "lesson03_relu-en-exercise.zip", root / "packs")

@@ -85,6 +85,8 @@ def summary_markdown(lesson: GradeLesson, rows: list[Row], locale: str, sandbox:
     envs = Counter((device_of(d), d["environment"]["torch"], d["environment"]["triton"])
                    for d in (row.data for row in ran) if d.get("environment"))
     device, torch, triton = envs.most_common(1)[0][0] if envs else ("?", "?", "?")
+    sandboxes = Counter((row.data.get("sandbox") or "off") for row in ran)
+    sandbox = sandboxes.most_common(1)[0][0] if sandboxes else sandbox
     lines = [f"# {text('summary_title', lesson=lesson.heading(locale))}", "",
              text("summary_intro", count=len(rows), device=device, torch=torch, triton=triton, sandbox=sandbox,
                   checker=lesson.checker_hash[:16]), ""]
@@ -142,8 +144,14 @@ def _reasons(lesson: GradeLesson, rows: list[Row], language: Language) -> list[s
 
 
 def _mistakes(lesson: GradeLesson, rows: list[Row], language: Language) -> list[str]:
-    counts = Counter(mistake for row in rows for mistake in matching_mistakes(lesson, row))
+    """Students per declared mistake they behave like; mistakes that fail alike on this runner
+    (two fills that only a GPU tells apart, say) are one line."""
+    counts = Counter(tuple(found) for row in rows if (found := matching_mistakes(lesson, row)))
     if not counts:
         return [language.text("summary_mistakes_none")]
-    return [f"- {language.text('mistake_line', count=count, mistake=code(mistake), code=code(lesson.mistake_codes[mistake]))}"
-            for mistake, count in sorted(counts.items(), key=lambda item: (-item[1], item[0]))]
+    lines = []
+    for group, count in sorted(counts.items(), key=lambda item: (-item[1], item[0])):
+        names = " / ".join(code(m) for m in group)
+        codes = " / ".join(code(lesson.mistake_codes[m]) for m in group)
+        lines.append("- " + language.text("mistake_line", count=count, mistake=names, code=codes))
+    return lines

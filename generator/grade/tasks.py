@@ -21,6 +21,7 @@ from generator.runners import Task, TaskResult
 
 GRADE_JOB = Path(__file__).resolve().parent.parent / "checker" / "grade_job.py"
 START_S = 600            # a task's own start: torch, the sandboxed factory, the cases
+START_MARGIN_S = 60      # a worker's start and its import of the code, beyond the case time-out
 MAX_TASK_S = 4 * 3600
 
 
@@ -101,7 +102,7 @@ def plan(units: list[Unit], folder: Path, checker: str, chunk: int, jobs: int, t
             entries.append({"id": unit.key, "path": path.relative_to(task_dir).as_posix(), "display": display,
                             "cell": unit.cell})
         job = {"units": entries, "checker": "check.py", "jobs": jobs, "case_timeout": timeout,
-               "interpreter": interpreter, "sandbox": sandbox}
+               "start_margin": min(START_MARGIN_S, max(30.0, timeout)), "interpreter": interpreter, "sandbox": sandbox}
         (task_dir / "job.json").write_text(json.dumps(job, indent=1), encoding="utf-8")
         (task_dir / "check.py").write_text(checker, encoding="utf-8")
         shutil.copyfile(GRADE_JOB, task_dir / "grade_job.py")

@@ -1,0 +1,228 @@
+"""`coursepack grade` end to end: a small class made in tmp_path from lesson 3's exercise files
+(right and wrong fills, in English and Chinese packs, a submission.md that claims a pass it did not
+get, a notebook, a zip, unreadable and ambiguous hand-ins, a hang, a crash, a network attempt, an
+untouched blank, a roster student who handed in nothing), graded in the Triton interpreter in the
+sandbox (skipped, with the reason, where bubblewrap cannot run; CI installs it). Lesson 3 is cut to
+five cases, and the case time-out is short, to keep it fast."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from generator.cli import main
+from generator.grade.lesson import load_lesson
+from generator.grade.run import GradeOptions, grade, grade_in_container
+from tests.conftest import small_lesson_copy
+
+KEEP = ["seed", "tail_257", "random_f16", "empty", "special_f32"]
+ANSWER = "tl.maximum(xv, 0.0, propagate_nan=tl.PropagateNan.ALL)"
+TIMEOUT = 4
+
+
+@pytest.fixture(scope="module")
+def course(tmp_path_factory):
+    from generator.checker.sandbox import sandbox_problem
+    why = sandbox_problem()
+    if why:
+        pytest.skip(f"no sandbox here: {why}")
+    root = tmp_path_factory.mktemp("grade-course")
+    content = small_lesson_copy(root, KEEP)
+    return content, load_lesson(content, "lesson03_relu")
+
+
+def kernel(lesson, fill: str, locale: str = "en", entry_body: str | None = None) -> str:
+    lines = list(lesson.languages[locale].data["template"])
+    code = "\n".join(lines).replace("______", fill, 1) + "\n"
+    if entry_body is not None:   # something else inside the entry function, before its work
+        assert "def relu(x, BLOCK=256):\n" in code
+        code = code.replace("def relu(x, BLOCK=256):\n", f"def relu(x, BLOCK=256):\n    {entry_body}\n", 1)
+    return code
+
+
+def report(lesson, code: str, claimed: str, tmp: Path) -> str:
+    """A real `check.py --report` file (check.py's own writer), claiming `claimed`."""
+    module = lesson.languages["en"].module(tmp / "modules")
+    target = module.Target(Path("relu.py"), "relu.py", code)
+    ev = module.Evaluation(target, [], None, [])
+    path = tmp / "report.md"
+    module.write_submission(path, ev, ["(output)"], claimed)
+    return path.read_text(encoding="utf-8")
+
+
+def notebook(lesson, fill: str) -> str:
+    from generator.render import LessonContext, jinja_env, render_pack
+    from generator.resources import TEMPLATES
+    ctx = LessonContext(lesson.content, lesson.content.lessons["lesson03_relu"], "en", "exercise")
+    data = json.loads(render_pack(ctx, jinja_env(TEMPLATES)).files["lesson.ipynb"])
+    for cell in data["cells"]:
+        if "exercise" in cell["metadata"].get("tags", []):
+            source = "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
+            cell["source"] = source.replace("______", fill, 1)
+    return json.dumps(data)
+
+
+def make_class(lesson, folder: Path, tmp: Path) -> None:
+    def put(rel: str, data: str | bytes) -> None:
+        path = folder / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data.encode() if isinstance(data, str) else data)
+
+    put("right/relu.py", kernel(lesson, ANSWER))
+    put("where_gt.py", kernel(lesson, "tl.where(xv > 0.0, xv, 0.0)"))
+    put("identity_zh/relu.py", kernel(lesson, "xv", "zh-CN"))
+    put("liar/submission.md", report(lesson, kernel(lesson, "tl.minimum(xv, 0.0)"), "pass", tmp))
+    put("nb/lesson.ipynb", notebook(lesson, ANSWER))
+    archive = io.BytesIO()
+    with zipfile.ZipFile(archive, "w") as zf:
+        zf.writestr("work/relu.py", kernel(lesson, "xv * (xv > 0.0)"))
+        zf.writestr("work/README.md", "my notes")
+    put("zipped.zip", archive.getvalue())
+    put("broken.zip", b"PK\x03\x04 this is not a zip")
+    put("ambiguous/a.py", kernel(lesson, "xv"))
+    put("ambiguous/b.py", kernel(lesson, "tl.abs(xv)"))
+    put("binary.py", b"\xff\xfe\x00 not text")
+    put("hang/relu.py", kernel(lesson, ANSWER, entry_body="while x.numel() == 5: pass"))   # the seed case hangs
+    put("crash/relu.py", kernel(lesson, ANSWER, entry_body="import os; os.abort()"))
+    put("net/relu.py", kernel(lesson, ANSWER, entry_body=(
+        "import socket\n    try: socket.create_connection(('192.0.2.1', 80), timeout=1)\n    except OSError: pass")))
+    put("blank/relu.py", kernel(lesson, "______"))
+
+
+def rows_of(path: Path) -> dict[str, dict]:
+    return {row["student_id"]: row for row in csv.DictReader(path.open(encoding="utf-8"))}
+
+
+@pytest.fixture(scope="module")
+def graded(course, tmp_path_factory):
+    content, lesson = course
+    tmp = tmp_path_factory.mktemp("grade-class")
+    make_class(lesson, tmp / "class", tmp)
+    (tmp / "roster.csv").write_text("id,name,locale,aliases\nright,Wang Fang,zh-CN,\nghost,Nobody,en,\n"
+                                    "where_gt,Alex,,\n", encoding="utf-8")
+    options = GradeOptions(tmp / "class", "lesson03_relu", content=content, out=tmp / "out", build=tmp / "build",
+                           roster=tmp / "roster.csv", runner="interpreter", jobs=2, timeout=TIMEOUT)
+    outcome = grade(options, progress=lambda line: None)
+    return tmp, options, outcome, lesson
+
+
+def test_every_student_gets_the_status_and_points_their_code_deserves(graded):
+    tmp, _, _, lesson = graded
+    rows = rows_of(tmp / "out" / "grades.csv")
+    possible = rows.pop("POINTS POSSIBLE")
+    assert (possible["points_normal"], possible["points_boundary"], possible["points_automatic"]) == ("2", "1", "3")
+    assert possible["manual_explanation"] == "1" and possible["manual_q1"] == "2"
+    want = {  # student: (status, automatic points, flags that must be there)
+        "right": ("graded", "3", set()), "nb": ("graded", "3", set()),
+        "where_gt": ("graded", "2", set()), "identity_zh": ("graded", "0", set()),
+        "liar": ("graded", "0", {"claim_differs"}), "zipped": ("graded", "2", set()),
+        "broken": ("unreadable", "0", set()), "ambiguous": ("unreadable", "0", set()),
+        "binary": ("unreadable", "0", set()), "hang": ("timed out", "2", set()),
+        "crash": ("crashed", "0", set()), "net": ("sandbox violation", "3", {"sandbox_events"}),
+        "blank": ("graded", "0", {"blank"}), "ghost": ("no submission", "0", set()),
+    }
+    problems = []
+    for student, (status, points, flags) in want.items():
+        row = rows[student]
+        got = (row["status"], row["points_automatic"])
+        if got != (status, points) or not flags <= set(filter(None, row["flags"].split(";"))):
+            problems.append(f"{student}: {got} flags {row['flags']!r} detail {row['detail']!r}; expected "
+                            f"{(status, points)} with {flags}")
+    assert not problems, "\n".join(problems)
+    assert set(rows) == set(want)
+    assert rows["right"]["locale"] == "zh-CN" and rows["identity_zh"]["locale"] == "zh-CN"   # roster; own pack
+    assert rows["where_gt"]["locale"] == "en" and rows["nb"]["locale"] == "en"                # own pack
+    assert rows["nb"]["graded_file"] == "nb/lesson.ipynb" and rows["zipped"]["graded_file"] == "zipped.zip/work/relu.py"
+    assert "a.py" in rows["ambiguous"]["detail"] and "b.py" in rows["ambiguous"]["detail"]
+    assert rows["right"]["sandbox"] == "bubblewrap" and rows["right"]["device"] == "CPU (Triton interpreter)"
+    assert rows["right"]["checker_sha256"] == possible["checker_sha256"] == lesson.checker_hash
+    assert rows["where_gt"]["failed_cases"] == "special_f32"
+    assert "edits_outside_blank" not in rows["identity_zh"]["flags"]   # the Chinese pack's own comments
+
+
+def test_feedback_is_in_each_students_language(graded):
+    tmp, _, _, _ = graded
+    feedback = tmp / "out" / "feedback"
+    chinese = (feedback / "right.md").read_text(encoding="utf-8")
+    assert chinese.startswith("# 反馈：") and "自动评分" in chinese and "3/3" in chinese
+    english = (feedback / "where_gt.md").read_text(encoding="utf-8")
+    assert english.startswith("# Feedback: ") and "FAIL  special values" in english and "why: NaN became 0.0" in english
+    liar = (feedback / "liar.md").read_text(encoding="utf-8")
+    assert 'says the result was "pass"' in liar and 'gives "fail"' in liar
+    assert "不是可读取的 zip" in (feedback / "broken.md").read_text(encoding="utf-8")   # no pack: the source language
+    page = (feedback / "right.html").read_text(encoding="utf-8")
+    assert page.startswith("<!DOCTYPE html>") and 'lang="zh-CN"' in page and "default-src 'none'" in page
+    net = (feedback / "net.md").read_text(encoding="utf-8")
+    assert "network connection" in net
+    for row in ("hang", "crash", "ghost", "blank", "nb", "zipped"):
+        assert (feedback / f"{row}.md").exists() and (feedback / f"{row}.html").exists()
+
+
+def test_gradescope_results_follow_the_specification(graded):
+    tmp, _, _, _ = graded
+    for path in sorted((tmp / "out" / "gradescope").glob("*/results.json")):
+        data = json.loads(path.read_text(encoding="utf-8"))
+        assert set(data) >= {"score", "execution_time", "output", "tests", "visibility"}, path
+        for test in data["tests"]:
+            assert set(test) >= {"name", "score", "max_score", "status", "output", "visibility"}
+            assert test["status"] in ("passed", "failed")
+            assert test["visibility"] in ("hidden", "after_due_date", "after_published", "visible")
+    right = json.loads((tmp / "out" / "gradescope" / "where_gt" / "results.json").read_text(encoding="utf-8"))
+    assert right["score"] == 2 and sum(t["max_score"] for t in right["tests"]) == 3
+    failed = [t["name"] for t in right["tests"] if t["status"] == "failed"]
+    assert "boundary inputs" in failed and any("special values" in name for name in failed)
+
+
+def test_the_summary_counts_what_the_class_got_wrong(graded):
+    tmp, _, _, _ = graded
+    summary = (tmp / "out" / "summary.md").read_text(encoding="utf-8")   # the course's source language
+    assert summary.startswith("# 全班概况：")
+    assert "NaN 变成了 0.0" in summary and "`where_gt`" in summary and "`identity`" in summary
+    assert "score_distribution.svg" in summary
+    svg = (tmp / "out" / "score_distribution.svg").read_text(encoding="utf-8")
+    assert svg.startswith("<svg") and svg.count("<rect") == 4
+    page = (tmp / "out" / "summary.html").read_text(encoding="utf-8")
+    assert "<svg" in page and "<img" not in page
+
+
+def test_grading_again_runs_only_what_is_new(graded, tmp_path):
+    tmp, options, first, lesson = graded
+    assert first.ran >= 10 and first.cached == 0
+    (options.submissions / "late").mkdir()
+    (options.submissions / "late" / "relu.py").write_text(kernel(lesson, "tl.abs(xv)"), encoding="utf-8")
+    before = (tmp / "out" / "grades.csv").read_text(encoding="utf-8")
+    second = grade(options, progress=lambda line: None)
+    assert second.ran == 1 and second.cached == first.ran
+    rows = rows_of(tmp / "out" / "grades.csv")
+    assert rows["late"]["status"] == "graded" and "not_in_roster" in rows["late"]["flags"]
+    assert before != (tmp / "out" / "grades.csv").read_text(encoding="utf-8")
+
+
+def test_the_command_line_in_english(graded, tmp_path, capsys):
+    tmp, options, _, _ = graded
+    code = main(["grade", str(options.submissions / "where_gt.py"), "--lesson", "lesson03_relu", "--content",
+                 str(options.content), "--out", str(tmp_path / "one"), "--runner", "interpreter", "--locale", "en",
+                 "--timeout", str(TIMEOUT)])
+    assert code == 0, capsys.readouterr()
+    rows = rows_of(tmp_path / "one" / "grades.csv")
+    assert rows["where_gt"]["points_automatic"] == "2"      # from the cache of the class's run beside the content
+    assert (tmp_path / "one" / "summary.md").read_text(encoding="utf-8").startswith("# Class summary: ")
+
+
+def test_gradescope_container_mode(course, tmp_path):
+    content, lesson = course
+    (tmp_path / "submission").mkdir()
+    (tmp_path / "submission" / "relu.py").write_text(kernel(lesson, "tl.where(xv > 0.0, xv, 0.0)"), encoding="utf-8")
+    (tmp_path / "meta.json").write_text(json.dumps({"users": [{"sid": "s042", "name": "Ada"}]}), encoding="utf-8")
+    options = GradeOptions(lesson="lesson03_relu", content=content, build=tmp_path / "build", timeout=TIMEOUT, jobs=1,
+                           gradescope_submission=tmp_path / "submission", gradescope_metadata=tmp_path / "meta.json",
+                           gradescope_results=tmp_path / "results" / "results.json")
+    grade_in_container(options, progress=lambda line: None)
+    data = json.loads((tmp_path / "results" / "results.json").read_text(encoding="utf-8"))
+    assert data["score"] == 2 and data["extra_data"]["student"] == "s042"
+    assert "Triton interpreter" in data["output"] and data["extra_data"]["environment"]["interpreter"]
