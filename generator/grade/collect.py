@@ -32,7 +32,8 @@ from pathlib import Path, PurePosixPath
 
 from ruamel.yaml import YAML
 
-from generator.checker.common import BLANK, without_main_block
+from generator.checker.common import without_main_block
+from generator.checker.static import blank_lines
 from generator.grade.lesson import GradeLesson
 from generator.verify import code_key
 
@@ -226,8 +227,8 @@ def submission_of(sid: str, layout: str, name: str, files: dict[str, bytes | Rea
         found = _candidate(path, data, lesson, problems)
         if found is not None:
             candidates.append(found)
-    if candidates and any(BLANK not in c.code for c in candidates):
-        candidates = [c for c in candidates if BLANK not in c.code]
+    if any(not blank_lines(c.code) for c in candidates):
+        candidates = [c for c in candidates if not blank_lines(c.code)]
     chosen = _choose(candidates, submission)
     if chosen is None:
         if submission.problem is None:
