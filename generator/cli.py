@@ -107,6 +107,8 @@ def _grade_parser(sub) -> None:
     g.add_argument("--content", type=Path, default=Path("content"), help="content folder (default: ./content)")
     g.add_argument("--templates", type=Path, default=TEMPLATES, help="templates folder (default: the built-in ones)")
     g.add_argument("--out", type=Path, help="output folder, replaced whole (default: build/grades/<lesson>/)")
+    g.add_argument("--cache", type=Path, metavar="DIR", help="the results cache and job folders "
+                                                            "(default: build/ beside the content folder)")
     _runner_args(g, "grading", notebook=False)
     g.add_argument("--chunk", type=int, help="submissions per runner task (default: all in one on this machine, "
                                              "50 per Slurm array element or command)")
@@ -126,7 +128,7 @@ def _grade(args: argparse.Namespace) -> int:
     from generator.grade.run import GradeOptions, grade, grade_in_container
     options = GradeOptions(
         submissions=args.submissions, lesson=args.lesson, content=args.content, templates=args.templates,
-        out=args.out, locale=args.locale, roster=args.roster, runner=args.runner, python=args.python,
+        out=args.out, build=args.cache, locale=args.locale, roster=args.roster, runner=args.runner, python=args.python,
         runner_command=args.runner_command, slurm=slurm_settings(args) if args.runner == "slurm" else None,
         jobs=args.jobs, chunk=args.chunk, timeout=args.timeout, sandbox=args.sandbox,
         gradescope_submission=args.gradescope_submission, gradescope_results=args.gradescope_results,

@@ -36,3 +36,20 @@ def test_check_bench_smoke_times_a_students_run(built):
     assert "import torch alone: median" in result.stdout
     row = next(line for line in result.stdout.splitlines() if line.strip().startswith("lesson0"))
     assert "interpreter (CPU)" in row and len(row.split()) >= 10, result.stdout
+
+
+def test_grade_bench_smoke_times_grading_against_xargs():
+    """bench/grade_bench.py --smoke (a lesson-3 submission of each kind, in the interpreter) prints
+    its table and the ratio."""
+    result = subprocess.run([sys.executable, str(REPO / "bench" / "grade_bench.py"), "--smoke",
+                             *(["--sandbox", "off"] if _no_sandbox() else [])],
+                            cwd=REPO, capture_output=True, text=True, timeout=900)
+    assert result.returncode == 0, result.stdout + result.stderr
+    row = next(line for line in result.stdout.splitlines() if line.startswith("lesson03_relu"))
+    assert len(row.split()) >= 9 and "graded" in row, result.stdout
+    assert re.search(r"^ratio: \d+\.\d+ \(seconds per submission", result.stdout, re.M), result.stdout
+
+
+def _no_sandbox() -> bool:
+    from generator.checker.sandbox import sandbox_problem
+    return sandbox_problem() is not None

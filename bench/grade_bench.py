@@ -1,0 +1,194 @@
+"""`coursepack grade` against `xargs -P <cores> python check.py`, on the same synthetic class.
+
+    python bench/grade_bench.py [--lessons L1,L2,...] [--per-lesson N] [--runner auto|cuda|interpreter]
+                                [-j N] [--timeout S] [--baseline N] [--sandbox on|off] [--keep DIR] [--smoke]
+
+For each lesson (default lessons 2-4) it writes N submissions (file per student), from the
+lesson's own code, each one different (a comment of its own, so none is served from another's
+result): most right, the lesson's declared mistakes, and one in twenty each hanging (on empty
+inputs), crashing (os.abort in the entry) and faulting (a load far outside the input). Then, on
+that folder and in one run, it times
+  grade      `python -m generator grade CLASS --lesson L --runner R -j J --timeout S` (cold cache),
+             every submission in the sandbox unless --sandbox off
+  baseline   `xargs -P <cores> python check.py FILE --json --timeout S` (the student's checker, one
+             process per submission, unsandboxed), on the first --baseline submissions of the
+             lesson (default: all)
+and prints seconds, submissions per second and the ratio of the per-submission times, the
+statuses, and the class summary's top three mistakes. Never fails on time. --smoke: lesson 3,
+one submission of each kind, a 3 s time-out, a baseline of two: keeps this script from rotting
+(tests/test_bench.py).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+KINDS = ("right", "wrong", "hang", "crash", "fault")
+
+
+def kinds(n: int) -> list[str]:
+    """n submissions' kinds: one in twenty hangs, crashes, faults; a third of the rest wrong (under
+    twenty submissions: each kind in turn)."""
+    if n < 20:
+        return [KINDS[i % len(KINDS)] for i in range(n)]
+    found = []
+    for i in range(n):
+        if i % 20 == 7:
+            found.append("hang")
+        elif i % 20 == 13:
+            found.append("crash")
+        elif i % 20 == 17:
+            found.append("fault")
+        else:
+            found.append("wrong" if i % 3 == 1 else "right")
+    return found
+
+
+def entry_prefixed(code: str, entry: str, line: str) -> str:
+    """code with line first in the entry function's body."""
+    match = re.search(rf"^def {re.escape(entry)}\(.*\):\n", code, re.M)
+    if match is None:
+        raise SystemExit(f"grade_bench: no `def {entry}(...):` line in the lesson's code")
+    return code[:match.end()] + f"    {line}\n" + code[match.end():]
+
+
+def write_class(lesson_id: str, n: int, folder: Path) -> tuple[Path, Counter]:
+    """The class folder (sNNN.py files) and check.py of a lesson; how many of each kind."""
+    from generator.loader import load_content
+    from generator.render import LessonContext, checker_source, mistake_code
+    content = load_content(REPO / "content")
+    lesson = content.lessons[lesson_id]
+    spec = lesson.spec
+    ctx = LessonContext(content, lesson, content.course.source_locale, "exercise")
+    answer = ctx.code(answer=True)
+    mistakes = [mistake_code(ctx, m) for m in spec.checks.mistakes]
+    entry = spec.entry
+    made = folder / "class"
+    made.mkdir(parents=True)
+    (folder / "check.py").write_text(checker_source(ctx), encoding="utf-8")
+    counts: Counter = Counter()
+    for i, kind in enumerate(kinds(n)):
+        if kind == "right":
+            code = answer
+        elif kind == "wrong":
+            code = mistakes[i % len(mistakes)]
+        elif kind == "hang":   # a loop that never ends for empty inputs
+            code = entry_prefixed(answer, entry, "while any(getattr(v, 'numel', lambda: 1)() == 0 "
+                                                 "for v in list(locals().values())): pass")
+        elif kind == "crash":
+            code = entry_prefixed(answer, entry, "import os; os.abort()")
+        else:                  # every load 1e9 elements past its pointer
+            code = answer.replace("tl.load(", "tl.load(1000003 * 1000 + ", 1)
+        (made / f"s{i:04d}.py").write_text(f"# submission {i} ({kind})\n{code}", encoding="utf-8")
+        counts[kind] += 1
+    return made, counts
+
+
+def run_grade(lesson_id: str, made: Path, out: Path, args) -> tuple[float, str]:
+    command = [sys.executable, "-m", "generator", "grade", str(made), "--lesson", lesson_id, "--runner", args.runner,
+               "-j", str(args.jobs), "--timeout", str(args.timeout), "--sandbox", args.sandbox,
+               "--out", str(out / "grades"), "--cache", str(out / "cache")]
+    start = time.monotonic()
+    done = subprocess.run(command, cwd=REPO, capture_output=True, text=True, env=dict(os.environ, PYTHONPATH=str(REPO)))
+    seconds = time.monotonic() - start
+    if done.returncode not in (0, 1) or not (out / "grades" / "grades.csv").exists():
+        raise SystemExit(f"grade_bench: coursepack grade exited {done.returncode}:\n{done.stderr[-3000:]}")
+    return seconds, done.stderr
+
+
+def run_baseline(check: Path, files: list[Path], args) -> float:
+    """xargs -P <cores> python check.py FILE --json --timeout S, as a student's checker runs."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("TRITON_INTERPRET", "COURSEPACK_"))}
+    if args.runner == "interpreter":
+        env["CUDA_VISIBLE_DEVICES"] = ""   # check.py then runs in the interpreter, as grade does
+    command = ["xargs", "-0", "-n", "1", "-P", str(os.cpu_count() or 1), sys.executable, str(check), "--json",
+               "--timeout", str(args.timeout)]
+    start = time.monotonic()
+    subprocess.run(command, input="\0".join(str(f) for f in files).encode(), cwd=check.parent, env=env,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return time.monotonic() - start
+
+
+def top_mistakes(summary: Path) -> list[str]:
+    text = summary.read_text(encoding="utf-8")
+    section = re.search(r"^## (What the class got wrong|全班错在哪里)\n\n(.*?)(?=^## )", text, re.M | re.S)
+    lines = [line[2:] for line in (section.group(2).splitlines() if section else []) if line.startswith("- ")]
+    return [line[:140] for line in lines[:3]]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--lessons", default="lesson02_vector_add,lesson03_relu,lesson04_add_bias")
+    parser.add_argument("--per-lesson", type=int, default=40)
+    parser.add_argument("--runner", default="auto", choices=["auto", "cuda", "interpreter"])
+    parser.add_argument("-j", "--jobs", type=int, default=min(16, os.cpu_count() or 2))
+    parser.add_argument("--timeout", type=float, default=10.0, help="seconds per case, for both (default 10)")
+    parser.add_argument("--baseline", type=int, default=0, help="baseline submissions per lesson (default: all)")
+    parser.add_argument("--sandbox", default="on", choices=["on", "off"])
+    parser.add_argument("--keep", type=Path, help="write the classes and outputs here and keep them")
+    parser.add_argument("--smoke", action="store_true")
+    args = parser.parse_args(argv)
+    if args.smoke:
+        args.lessons, args.per_lesson, args.timeout, args.runner = "lesson03_relu", 5, 3.0, "interpreter"
+        args.baseline = 2
+    if args.per_lesson < 1:
+        parser.error("--per-lesson must be at least 1")
+    if args.runner == "auto":
+        import torch
+        args.runner = "cuda" if torch.cuda.is_available() else "interpreter"
+    root = args.keep or Path(tempfile.mkdtemp(prefix="coursepack-grade-bench-"))
+    print(f"grade_bench: {args.per_lesson} submissions per lesson, runner {args.runner}, -j {args.jobs}, "
+          f"time-out {args.timeout:g} s per case, sandbox {args.sandbox}, baseline xargs -P {os.cpu_count()}; in {root}")
+    header = (f"{'lesson':22} {'subs':>5} {'grade s':>8} {'per s':>7} {'base n':>6} {'base s':>8} {'per s':>7} "
+              f"{'ratio':>6}  statuses")
+    print(header)
+    total = {"n": 0, "grade": 0.0, "base_n": 0, "base": 0.0}
+    summaries = {}
+    try:
+        for lesson_id in args.lessons.split(","):
+            folder = root / lesson_id
+            made, _ = write_class(lesson_id, args.per_lesson, folder)
+            grade_s, _ = run_grade(lesson_id, made, folder, args)
+            files = sorted(made.glob("*.py"))[:args.baseline or None]
+            base_s = run_baseline(folder / "check.py", files, args)
+            with open(folder / "grades" / "grades.csv", encoding="utf-8") as handle:
+                statuses = Counter(r["status"] for r in csv.DictReader(handle) if r["student_id"] != "POINTS POSSIBLE")
+            ratio = (base_s / len(files)) / (grade_s / args.per_lesson)
+            print(f"{lesson_id:22} {args.per_lesson:5d} {grade_s:8.1f} {args.per_lesson / grade_s:7.2f} "
+                  f"{len(files):6d} {base_s:8.1f} {len(files) / base_s:7.2f} {ratio:6.1f}  "
+                  + ", ".join(f"{n} {s}" for s, n in sorted(statuses.items())))
+            total["n"] += args.per_lesson
+            total["grade"] += grade_s
+            total["base_n"] += len(files)
+            total["base"] += base_s
+            summaries[lesson_id] = top_mistakes(folder / "grades" / "summary.md")
+        ratio = (total["base"] / total["base_n"]) / (total["grade"] / total["n"])
+        print(f"{'all':22} {total['n']:5d} {total['grade']:8.1f} {total['n'] / total['grade']:7.2f} "
+              f"{total['base_n']:6d} {total['base']:8.1f} {total['base_n'] / total['base']:7.2f} {ratio:6.1f}")
+        print(f"ratio: {ratio:.1f} (seconds per submission of xargs -P {os.cpu_count()} python check.py over those "
+              "of coursepack grade)")
+        for lesson_id, lines in summaries.items():
+            print(f"top mistakes, {lesson_id}:")
+            for line in lines:
+                print(f"  {line}")
+    finally:
+        if args.keep is None:
+            shutil.rmtree(root, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
