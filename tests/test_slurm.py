@@ -153,6 +153,36 @@ def test_two_tasks_run_at_once_through_staging(cluster, timeout_run, tmp_path):
 
 
 @slurm
+def test_a_class_is_graded_in_one_job_array(cluster, tmp_path):
+    """`coursepack grade --runner slurm`: submissions chunked per array element, all in one job
+    (in the sandbox where bubblewrap runs on the node)."""
+    from generator.checker.sandbox import sandbox_problem
+    from generator.grade.lesson import load_lesson
+    from generator.grade.run import GradeOptions, grade
+    from tests.conftest import small_lesson_copy
+    from tests.test_grade import ANSWER, kernel
+    content = small_lesson_copy(tmp_path, ["seed", "tail_257", "empty", "special_f32"])
+    lesson = load_lesson(content, "lesson03_relu")
+    fills = {"s1": ANSWER, "s2": "tl.where(xv > 0.0, xv, 0.0)", "s3": "xv", "s4": f"1.0 * {ANSWER}", "s5": "tl.abs(xv)"}
+    (tmp_path / "class").mkdir()
+    for student, fill in fills.items():
+        (tmp_path / "class" / f"{student}.py").write_text(kernel(lesson, fill), encoding="utf-8")
+    sandbox = "on" if sandbox_problem() is None else "off"
+    lines: list[str] = []
+    outcome = grade(GradeOptions(tmp_path / "class", "lesson03_relu", content=content, build=tmp_path / "build",
+                                 runner="slurm", slurm=_settings(), chunk=2, jobs=2, timeout=20, sandbox=sandbox),
+                    lines.append)
+    assert [(t["units"], t["state"]) for t in outcome.tasks] == [(2, "COMPLETED"), (2, "COMPLETED"), (1, "COMPLETED")]
+    assert len({t["job_id"].split("_")[0] for t in outcome.tasks}) == 1, outcome.tasks
+    assert sum("submitted job" in line and "3 tasks" in line for line in lines) == 1, lines
+    points = {row.student: (row.status, row.automatic) for row in outcome.rows}
+    assert points == {"s1": ("graded", 3), "s2": ("graded", 2), "s3": ("graded", 0), "s4": ("graded", 3),
+                      "s5": ("graded", 0)}
+    assert {row.data["sandbox"] for row in outcome.rows} == {"bubblewrap" if sandbox == "on" else None}
+    assert (tmp_path / "build" / "grades" / "lesson03_relu" / "grades.csv").exists()
+
+
+@slurm
 def test_a_pack_is_verified_through_slurm(cluster, tmp_path):
     build = subprocess.run([sys.executable, "-m", "generator", "build", "--no-verify", "--lesson", "lesson03_relu",
                             "--locale", "en", "--out", str(tmp_path / "b")],

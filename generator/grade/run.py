@@ -181,7 +181,7 @@ def _run(lesson: GradeLesson, submissions: list[Submission], runner, options: Gr
         local = runner.kind in ("cuda", "interpreter")
         chunk = options.chunk or (len(pending) if local else 50)
         chunks = plan(pending, work, lesson.checker, chunk, options.jobs, timeout, options.sandbox,
-                      runner.kind == "interpreter", len(lesson.spec.checks.cases))
+                      runner.kind == "interpreter" or not info["cuda"], len(lesson.spec.checks.cases))
         progress(f"grade {len(pending)} distinct submission(s) ({outcome.cached} from the cache) on {runner.label}: "
                  f"{info['device']} · torch {info['torch']} · triton {info['triton']} · sandbox {options.sandbox} · "
                  f"{len(chunks)} task(s), {options.jobs} at once in each")
