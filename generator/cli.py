@@ -100,7 +100,7 @@ def _grade_parser(sub) -> None:
                                      "results, class summary (README: Grading)")
     g.add_argument("submissions", type=Path, nargs="?", help="a folder (or .zip) of submissions, in one of the "
                    "layouts of README's Grading section, or one submission file")
-    g.add_argument("--lesson", required=True, help="the lesson's id, e.g. lesson03_relu")
+    g.add_argument("--lesson", help="the lesson's id, e.g. lesson03_relu")
     g.add_argument("--locale", help="every feedback in this language (default: the roster's, else the language of "
                                     "the student's own pack where it shows, else the course's source language)")
     g.add_argument("--roster", type=Path, help="roster.csv: id,name,email,locale,aliases")
@@ -122,6 +122,8 @@ def _grade_parser(sub) -> None:
     for name, default in (("submission", "/autograder/submission"), ("results", "/autograder/results/results.json"),
                           ("metadata", "/autograder/submission_metadata.json")):
         g.add_argument(f"--gradescope-{name}", type=Path, default=Path(default), help=f"(default: {default})")
+    g.add_argument("--kit", type=Path, help="with --gradescope: a grading kit (scripts/gradescope_autograder.py) "
+                                            "instead of --content and --lesson")
 
 
 def _grade(args: argparse.Namespace) -> int:
@@ -132,7 +134,9 @@ def _grade(args: argparse.Namespace) -> int:
         runner_command=args.runner_command, slurm=slurm_settings(args) if args.runner == "slurm" else None,
         jobs=args.jobs, chunk=args.chunk, timeout=args.timeout, sandbox=args.sandbox,
         gradescope_submission=args.gradescope_submission, gradescope_results=args.gradescope_results,
-        gradescope_metadata=args.gradescope_metadata)
+        gradescope_metadata=args.gradescope_metadata, kit=args.kit)
+    if not args.lesson and not (args.gradescope and args.kit):
+        raise CoursepackError("say which lesson: --lesson ID (or, with --gradescope, a --kit)")
     if args.gradescope:
         grade_in_container(options)
         return EXIT_OK

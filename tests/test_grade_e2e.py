@@ -36,6 +36,20 @@ def course(tmp_path_factory):
     return content, load_lesson(content, "lesson03_relu")
 
 
+def notebook(content: Path, fill: str) -> str:
+    from generator.loader import load_content
+    from generator.render import LessonContext, jinja_env, render_pack
+    from generator.resources import TEMPLATES
+    course = load_content(content)
+    ctx = LessonContext(course, course.lessons["lesson03_relu"], "en", "exercise")
+    data = json.loads(render_pack(ctx, jinja_env(TEMPLATES)).files["lesson.ipynb"])
+    for cell in data["cells"]:
+        if "exercise" in cell["metadata"].get("tags", []):
+            source = "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
+            cell["source"] = source.replace("______", fill, 1)
+    return json.dumps(data)
+
+
 def kernel(lesson, fill: str, locale: str = "en", entry_body: str | None = None) -> str:
     lines = list(lesson.languages[locale].data["template"])
     code = "\n".join(lines).replace("______", fill, 1) + "\n"
@@ -55,19 +69,7 @@ def report(lesson, code: str, claimed: str, tmp: Path) -> str:
     return path.read_text(encoding="utf-8")
 
 
-def notebook(lesson, fill: str) -> str:
-    from generator.render import LessonContext, jinja_env, render_pack
-    from generator.resources import TEMPLATES
-    ctx = LessonContext(lesson.content, lesson.content.lessons["lesson03_relu"], "en", "exercise")
-    data = json.loads(render_pack(ctx, jinja_env(TEMPLATES)).files["lesson.ipynb"])
-    for cell in data["cells"]:
-        if "exercise" in cell["metadata"].get("tags", []):
-            source = "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
-            cell["source"] = source.replace("______", fill, 1)
-    return json.dumps(data)
-
-
-def make_class(lesson, folder: Path, tmp: Path) -> None:
+def make_class(lesson, content: Path, folder: Path, tmp: Path) -> None:
     def put(rel: str, data: str | bytes) -> None:
         path = folder / rel
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -77,7 +79,7 @@ def make_class(lesson, folder: Path, tmp: Path) -> None:
     put("where_gt.py", kernel(lesson, "tl.where(xv > 0.0, xv, 0.0)"))
     put("identity_zh/relu.py", kernel(lesson, "xv", "zh-CN"))
     put("liar/submission.md", report(lesson, kernel(lesson, "tl.minimum(xv, 0.0)"), "pass", tmp))
-    put("nb/lesson.ipynb", notebook(lesson, ANSWER))
+    put("nb/lesson.ipynb", notebook(content, ANSWER))
     archive = io.BytesIO()
     with zipfile.ZipFile(archive, "w") as zf:
         zf.writestr("work/relu.py", kernel(lesson, "xv * (xv > 0.0)"))
@@ -102,7 +104,7 @@ def rows_of(path: Path) -> dict[str, dict]:
 def graded(course, tmp_path_factory):
     content, lesson = course
     tmp = tmp_path_factory.mktemp("grade-class")
-    make_class(lesson, tmp / "class", tmp)
+    make_class(lesson, content, tmp / "class", tmp)
     (tmp / "roster.csv").write_text("id,name,locale,aliases\nright,Wang Fang,zh-CN,\nghost,Nobody,en,\n"
                                     "where_gt,Alex,,\n", encoding="utf-8")
     options = GradeOptions(tmp / "class", "lesson03_relu", content=content, out=tmp / "out", build=tmp / "build",
@@ -214,15 +216,52 @@ def test_the_command_line_in_english(graded, tmp_path, capsys):
     assert (tmp_path / "one" / "summary.md").read_text(encoding="utf-8").startswith("# Class summary: ")
 
 
-def test_gradescope_container_mode(course, tmp_path):
+def test_gradescope_container_mode_from_a_kit(course, tmp_path):
+    """What a Gradescope autograder runs: a kit (no content, so no answer, in the container), the
+    student's files in the submission folder, results.json where Gradescope reads it."""
+    from generator.grade.lesson import save_kit
     content, lesson = course
+    save_kit(lesson, tmp_path / "kit.json")
+    assert "propagate_nan=tl.PropagateNan.ALL" not in (tmp_path / "kit.json").read_text(encoding="utf-8")
     (tmp_path / "submission").mkdir()
     (tmp_path / "submission" / "relu.py").write_text(kernel(lesson, "tl.where(xv > 0.0, xv, 0.0)"), encoding="utf-8")
     (tmp_path / "meta.json").write_text(json.dumps({"users": [{"sid": "s042", "name": "Ada"}]}), encoding="utf-8")
-    options = GradeOptions(lesson="lesson03_relu", content=content, build=tmp_path / "build", timeout=TIMEOUT, jobs=1,
+    options = GradeOptions(kit=tmp_path / "kit.json", build=tmp_path / "build", timeout=TIMEOUT, jobs=1,
                            gradescope_submission=tmp_path / "submission", gradescope_metadata=tmp_path / "meta.json",
                            gradescope_results=tmp_path / "results" / "results.json")
     grade_in_container(options, progress=lambda line: None)
     data = json.loads((tmp_path / "results" / "results.json").read_text(encoding="utf-8"))
     assert data["score"] == 2 and data["extra_data"]["student"] == "s042"
     assert "Triton interpreter" in data["output"] and data["extra_data"]["environment"]["interpreter"]
+
+
+def test_the_gradescope_autograder_zip_runs_as_gradescope_would(course, tmp_path):
+    """scripts/gradescope_autograder.py's zip: setup.sh and run_autograder at its root, executable;
+    run_autograder (here with AUTOGRADER and COURSEPACK pointing at this checkout) grades the
+    submission folder into results/results.json."""
+    import os
+    import subprocess
+    import sys
+    from tests.conftest import REPO
+    sys.path.insert(0, str(REPO / "scripts"))
+    from gradescope_autograder import autograder_zip
+    content, lesson = course
+    data = autograder_zip(content, "lesson03_relu", "on", TIMEOUT, None)
+    root = tmp_path / "autograder"
+    with zipfile.ZipFile(io.BytesIO(data)) as archive:
+        names = archive.namelist()
+        modes = {info.filename: info.external_attr >> 16 for info in archive.infolist()}
+        archive.extractall(root / "source")
+    assert {"setup.sh", "run_autograder", "kit.json", "coursepack/pyproject.toml"} <= set(names)
+    assert "coursepack/generator/grade/run.py" in names and not any("lesson03_relu" in n for n in names)
+    assert modes["setup.sh"] & 0o111 and modes["run_autograder"] & 0o111
+    (root / "submission").mkdir()
+    (root / "submission" / "relu.py").write_text(kernel(lesson, "xv"), encoding="utf-8")
+    env = dict(os.environ, AUTOGRADER=str(root), COURSEPACK=f"{sys.executable} -m generator", PYTHONPATH=str(REPO),
+               TMPDIR=str(tmp_path))
+    done = subprocess.run(["bash", str(root / "source" / "run_autograder")], env=env, capture_output=True, text=True,
+                          timeout=600)
+    assert done.returncode == 0, done.stderr
+    result = json.loads((root / "results" / "results.json").read_text(encoding="utf-8"))
+    assert result["score"] == 0 and result["extra_data"]["student"] == "submission"
+    assert result["extra_data"]["sandbox"] == "bubblewrap"

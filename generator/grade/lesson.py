@@ -4,20 +4,25 @@ of grading in every language, and the declared mistakes.
 
 The submissions run against the course's source language's check.py; its sha256 is the checker
 hash that results are cached by. The other languages' checkers differ only in their messages:
-they re-render a result's lines in a student's language without running anything again."""
+they re-render a result's lines in a student's language without running anything again.
+
+A grading kit (save_kit/load_kit, one JSON file) is the same without the content: the exercise
+checkers, the texts and the lesson's description with its declared mistakes left out. It is what
+a Gradescope autograder ships (scripts/gradescope_autograder.py), so that no answer is in a
+container where students' code runs."""
 
 from __future__ import annotations
 
 import hashlib
 import importlib.util
+import json
+import re
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from generator.errors import CoursepackError
-from generator.loader import CourseContent, load_content
 from generator.model import LessonSpec, Mistake
-from generator.render import LessonContext, checker_data, checker_source
 from generator.verify import expected_failures
 
 
@@ -46,18 +51,26 @@ TEXT_KEYS = (
     "col_case", "col_group", "col_passed", "col_failed", "col_skipped", "col_rate", "col_students", "col_status",
     "col_points", "col_flag", "col_cases", "none",
 )
+KIT_FORMAT = 1
+DATA = re.compile(r'^LESSON = json\.loads\(r"""(.*?)"""\)$', re.S | re.M)
 
 
 @dataclass
 class Language:
-    """One language of the lesson: its check.py and its texts of grading."""
+    """One language of the lesson: its check.py, its texts of grading, its words for the lesson."""
 
     locale: str
     checker: str                  # check.py's source (exercise edition)
-    data: dict                    # its LESSON data block
     texts: dict[str, str]         # grade.* of content/locales/<locale>.yaml
-    comments: frozenset[str]      # the comment lines of its exercise kernel file
-    _module: object = None
+    heading: str                  # "Lesson 3: ..." in this language
+    colon: str                    # this language's colon, as the packs write it
+    data: dict = field(init=False)            # check.py's LESSON data block
+    comments: frozenset = field(init=False)   # the comment lines of its exercise kernel file
+    _module: object = field(default=None, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self.data = json.loads(DATA.search(self.checker).group(1))
+        self.comments = frozenset(line.strip() for line in self.data["template"] if line.strip().startswith("#"))
 
     def text(self, key: str, **values) -> str:
         return self.texts[key].format(**values)
@@ -69,16 +82,18 @@ class Language:
     def module(self, folder: Path):
         """This language's check.py as a module (written under folder), to render results."""
         if self._module is None:
-            path = folder / self.locale / "check.py"
-            path.parent.mkdir(parents=True, exist_ok=True)
-            if not path.exists() or path.read_text(encoding="utf-8") != self.checker:
+            digest = hashlib.sha256(self.checker.encode()).hexdigest()[:12]
+            path = folder / f"{self.locale}-{digest}" / "check.py"
+            if not path.exists():
+                path.parent.mkdir(parents=True, exist_ok=True)
                 path.write_text(self.checker, encoding="utf-8")
-            name = f"coursepack_grade_{self.locale.replace('-', '_')}_{hashlib.sha256(self.checker.encode()).hexdigest()[:12]}"
-            spec = importlib.util.spec_from_file_location(name, path)
-            module = importlib.util.module_from_spec(spec)
-            sys.modules[name] = module
-            spec.loader.exec_module(module)
-            self._module = module
+            name = f"coursepack_grade_{self.locale.replace('-', '_')}_{digest}"
+            if name not in sys.modules:
+                spec = importlib.util.spec_from_file_location(name, path)
+                module = importlib.util.module_from_spec(spec)
+                sys.modules[name] = module
+                spec.loader.exec_module(module)
+            self._module = sys.modules[name]
         return self._module
 
 
@@ -86,7 +101,6 @@ class Language:
 class GradeLesson:
     """What grading needs of one lesson."""
 
-    content: CourseContent
     spec: LessonSpec
     source_locale: str
     languages: dict[str, Language]
@@ -113,8 +127,10 @@ class GradeLesson:
         return expected_failures(mistake, self.spec)
 
     def heading(self, locale: str) -> str:
-        entry = next(e for e in self.content.course.lessons if e.id == self.spec.id)
-        return self.content.locales[locale].heading(self.spec.id, entry.number)
+        return self.languages[locale].heading
+
+    def colon(self, locale: str) -> str:
+        return self.languages[locale].colon
 
     def review_edits(self, code: str, notebook: bool, modules: Path) -> tuple[list[int], str | None]:
         """Lines changed outside the blank, and the fill: against the exercise file of the language
@@ -122,9 +138,6 @@ class GradeLesson:
         between languages; a student is not blamed for the language of the pack)."""
         found = [self.languages[loc].module(modules).review_edits(code, notebook) for loc in self.languages]
         return min(found, key=lambda pair: (len(pair[0]), pair[1] is None))
-
-    def colon(self, locale: str) -> str:
-        return self.content.locales[locale].pack.colon
 
     def detect_locale(self, code: str) -> str | None:
         """The language of the pack a kernel file came from, by its comments; None if unclear."""
@@ -136,22 +149,47 @@ class GradeLesson:
 
 
 def load_lesson(content_dir: Path, lesson_id: str) -> GradeLesson:
+    from generator.loader import load_content
+    from generator.render import LessonContext, checker_source
     content = load_content(content_dir)
     lesson = content.lessons.get(lesson_id)
     if lesson is None:
         known = ", ".join(sorted(content.lessons)) or "none"
         raise GradeError(f"no published lesson '{lesson_id}' in {content_dir} (published: {known})")
+    entry = next(e for e in content.course.lessons if e.id == lesson_id)
     languages = {}
     for locale in content.course.locales:
-        ctx = LessonContext(content, lesson, locale, "exercise")
         texts = dict(content.locales[locale].grade)
         missing = [key for key in TEXT_KEYS if key not in texts]
         if missing:
             raise GradeError(f"{content_dir}/locales/{locale}.yaml: grade: missing {', '.join(missing)} "
                              "(the texts of `coursepack grade`; see the source-language file)")
-        code = ctx.code()
-        comments = frozenset(line.strip() for line in code.splitlines() if line.strip().startswith("#"))
-        languages[locale] = Language(locale, checker_source(ctx), checker_data(ctx), texts, comments)
+        ui = content.locales[locale]
+        languages[locale] = Language(locale, checker_source(LessonContext(content, lesson, locale, "exercise")), texts,
+                                     ui.heading(lesson_id, entry.number), ui.pack.colon)
     mistakes = {m.id: m.fill if m.fill is not None else f"{m.replace.old.strip()} -> {m.replace.new.strip()}"
                 for m in lesson.spec.checks.mistakes}
-    return GradeLesson(content, lesson.spec, content.course.source_locale, languages, mistakes)
+    return GradeLesson(lesson.spec, content.course.source_locale, languages, mistakes)
+
+
+def save_kit(lesson: GradeLesson, path: Path) -> None:
+    """The lesson as grading needs it, without the content: no answer, no declared mistake."""
+    spec = lesson.spec.model_dump(mode="json")
+    spec["checks"]["mistakes"] = []
+    kit = {"format": KIT_FORMAT, "spec": spec, "source_locale": lesson.source_locale,
+           "languages": {loc: {"checker": lang.checker, "texts": lang.texts, "heading": lang.heading,
+                               "colon": lang.colon} for loc, lang in lesson.languages.items()}}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(kit, ensure_ascii=False), encoding="utf-8")
+
+
+def load_kit(path: Path) -> GradeLesson:
+    try:
+        kit = json.loads(path.read_text(encoding="utf-8"))
+        if kit.get("format") != KIT_FORMAT:
+            raise ValueError(f"format {kit.get('format')!r}, expected {KIT_FORMAT}")
+        languages = {loc: Language(loc, v["checker"], v["texts"], v["heading"], v["colon"])
+                     for loc, v in kit["languages"].items()}
+        return GradeLesson(LessonSpec.model_validate(kit["spec"]), kit["source_locale"], languages)
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise GradeError(f"{path}: not a grading kit that can be read ({exc})") from exc

@@ -26,7 +26,7 @@ from generator.grade import gradescope as gs
 from generator.grade.collect import Submission, collect, read_tree, submission_of
 from generator.grade.feedback import write_feedback
 from generator.grade.gradebook import gradebook_csv
-from generator.grade.lesson import GradeError, GradeLesson, load_lesson
+from generator.grade.lesson import GradeError, GradeLesson, load_kit, load_lesson
 from generator.grade.pages import html_page
 from generator.grade.roster import Student, read_roster
 from generator.grade.rows import Row, assign_slugs, make_row, people
@@ -59,6 +59,7 @@ class GradeOptions:
     gradescope_submission: Path = gs.SUBMISSION
     gradescope_results: Path = gs.RESULTS
     gradescope_metadata: Path = gs.METADATA
+    kit: Path | None = None             # a grading kit instead of the content (scripts/gradescope_autograder.py)
 
 
 @dataclass
@@ -111,7 +112,7 @@ def grade_in_container(options: GradeOptions, progress: Progress = _stderr) -> G
     """Gradescope's container: the one submission in /autograder/submission, graded in the Triton
     interpreter (the containers have no GPU), to /autograder/results/results.json."""
     started = time.monotonic()
-    lesson = load_lesson(options.content, options.lesson)
+    lesson = load_kit(options.kit) if options.kit else load_lesson(options.content, options.lesson)
     build = options.build or Path(os.environ.get("TMPDIR", "/tmp")) / "coursepack-grade"
     folder = options.gradescope_submission
     if not folder.is_dir():
