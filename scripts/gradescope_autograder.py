@@ -17,8 +17,8 @@ assignment's autograder ("Zip file upload"). At its root, as Gradescope's specif
   coursepack/     this checkout's generator, templates and pyproject.toml (what `pip install` needs)
 
 The containers have no GPU: results come from the Triton interpreter and say so. Every
-submission runs in coursepack's sandbox; where the container refuses user namespaces (Docker's
-default seccomp profile does), grading stops with the reason, and `--sandbox off` builds an
+submission runs in coursepack's sandbox; where the container refuses user namespaces (not every
+Docker configuration allows them), grading stops with the reason, and `--sandbox off` builds an
 autograder that runs submissions without it (results.json then says so), Gradescope's container
 per submission being the only confinement. run_autograder reads AUTOGRADER (default /autograder)
 and COURSEPACK (default the installed command) so that it can be tried outside Gradescope."""

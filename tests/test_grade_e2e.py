@@ -265,3 +265,38 @@ def test_the_gradescope_autograder_zip_runs_as_gradescope_would(course, tmp_path
     result = json.loads((root / "results" / "results.json").read_text(encoding="utf-8"))
     assert result["score"] == 0 and result["extra_data"]["student"] == "submission"
     assert result["extra_data"]["sandbox"] == "bubblewrap"
+
+
+def test_a_killed_run_resumes_where_it_stopped(course, tmp_path):
+    """`coursepack grade` killed (SIGKILL) while a submission hangs: no grades.csv is left behind,
+    and the next run keeps the results the first one finished and runs only the rest."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+    from tests.conftest import REPO
+    content, lesson = course
+    for student, fill in (("a", ANSWER), ("b", "xv"), ("c", "tl.abs(xv)")):
+        (tmp_path / "class").mkdir(exist_ok=True)
+        (tmp_path / "class" / f"{student}.py").write_text(kernel(lesson, fill), encoding="utf-8")
+    (tmp_path / "class" / "z.py").write_text(kernel(lesson, ANSWER, entry_body="while True: pass"), encoding="utf-8")
+    command = [sys.executable, "-m", "generator", "grade", str(tmp_path / "class"), "--lesson", "lesson03_relu",
+               "--content", str(content), "--cache", str(tmp_path / "build"), "--runner", "interpreter", "-j", "1",
+               "--timeout", "2"]
+    process = subprocess.Popen(command, cwd=REPO, env=dict(os.environ, PYTHONPATH=str(REPO)),
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    results = tmp_path / "build" / "work" / "grade-lesson03_relu"
+    deadline = time.monotonic() + 120
+    while len(list(results.glob("task-*/results/*.json"))) < 3 and time.monotonic() < deadline:
+        time.sleep(0.2)
+    process.send_signal(signal.SIGKILL)
+    process.wait(30)
+    assert len(list(results.glob("task-*/results/*.json"))) == 3
+    assert not (tmp_path / "build" / "grades" / "lesson03_relu" / "grades.csv").exists()
+    options = GradeOptions(tmp_path / "class", "lesson03_relu", content=content, build=tmp_path / "build",
+                           runner="interpreter", jobs=1, timeout=2)
+    outcome = grade(options, progress=lambda line: None)
+    assert (outcome.cached, outcome.ran) == (3, 1)
+    assert {row.student: row.status for row in outcome.rows} == {"a": "graded", "b": "graded", "c": "graded",
+                                                                 "z": "timed out"}
