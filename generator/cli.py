@@ -100,7 +100,7 @@ def _grade_parser(sub) -> None:
                                      "results, class summary (README: Grading)")
     g.add_argument("submissions", type=Path, nargs="?", help="a folder (or .zip) of submissions, in one of the "
                    "layouts of README's Grading section, or one submission file")
-    g.add_argument("--lesson", help="the lesson's id, e.g. lesson03_relu")
+    g.add_argument("--lesson", help="the lesson's id (its folder under content/lessons/)")
     g.add_argument("--locale", help="every feedback in this language (default: the roster's, else the language of "
                                     "the student's own pack where it shows, else the course's source language)")
     g.add_argument("--roster", type=Path, help="roster.csv: id,name,email,locale,aliases")

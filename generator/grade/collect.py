@@ -3,7 +3,7 @@ grade (or the reason there is none). Reads files only; runs nothing.
 
 Layouts (SUBMISSIONS is a folder, or a .zip of one, as an LMS exports it):
 
-  folder per student    alice/relu.py, bob/submission.md, carol/work.zip ...   id: the folder name
+  folder per student    alice/<kernel file>, bob/submission.md, carol/work.zip   id: the folder name
   file per student      alice.py, bob.ipynb, carol.md, dave.zip             id: the file name's stem
   Gradescope export     submission_metadata.yml + submission_<n>/ folders    id: each submitter's sid
                         (or email); a group's submitters get one row each
