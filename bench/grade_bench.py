@@ -151,7 +151,8 @@ def main(argv: list[str] | None = None) -> int:
         args.runner = "cuda" if torch.cuda.is_available() else "interpreter"
     root = args.keep or Path(tempfile.mkdtemp(prefix="coursepack-grade-bench-"))
     print(f"grade_bench: {args.per_lesson} submissions per lesson, runner {args.runner}, -j {args.jobs}, "
-          f"time-out {args.timeout:g} s per case, sandbox {args.sandbox}, baseline xargs -P {os.cpu_count()}; in {root}")
+          f"time-out {args.timeout:g} s per case, sandbox {args.sandbox}, baseline xargs -P {os.cpu_count()}; "
+          f"in {root}")
     header = (f"{'lesson':22} {'subs':>5} {'grade s':>8} {'per s':>7} {'base n':>6} {'base s':>8} {'per s':>7} "
               f"{'ratio':>6}  statuses")
     print(header)

@@ -42,9 +42,9 @@ def has_cuda() -> bool:
 # to the three processes at once: the Slurm file (mostly waiting on the scheduler), the browser file
 # (it builds the shared course), a long file that needs no build; the fourth waits behind the Slurm
 # file, so it is short. Files not named keep their order, after these.
-FIRST = ("test_slurm.py", "test_html_browser.py", "test_i18n.py", "test_golden.py", "test_checker.py", "test_grade_e2e.py",
-         "test_bad_inputs.py", "test_build_e2e.py", "test_atomic.py", "test_platforms.py", "test_task_server.py",
-         "test_bench.py", "test_otter_compare.py", "test_fuzz.py")
+FIRST = ("test_slurm.py", "test_html_browser.py", "test_i18n.py", "test_golden.py", "test_checker.py",
+         "test_grade_e2e.py", "test_bad_inputs.py", "test_build_e2e.py", "test_atomic.py", "test_platforms.py",
+         "test_task_server.py", "test_bench.py", "test_otter_compare.py", "test_fuzz.py")
 
 
 def pytest_configure(config):

@@ -5,12 +5,11 @@ without it. Each must get the verdict of its `# expect:` lines, and no file may 
 checker. A small copy of lesson 3 (five cases) keeps the corpus fast in the interpreter."""
 
 import os
-import shutil
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO, has_cuda, load_checker, options_for, small_lesson_copy, unzip
+from tests.conftest import has_cuda, load_checker, options_for, small_lesson_copy, unzip
 
 CORPUS = Path(__file__).parent / "adversarial"
 ATTACKS = sorted(p for p in CORPUS.glob("*.py") if not p.name.startswith("_"))

@@ -115,7 +115,8 @@ def test_report_notebook_and_what_is_preferred(lesson, tmp_path):
                      "b/submission.md": report, "b/relu.py": kernel(lesson, ANSWER),
                      "c/lesson.ipynb": json.dumps(notebook), "c/relu.py": kernel(lesson, "______"),
                      "d/submission.md": f"# {en.msg('report_title', lesson=en.data['title'])}\n\nno code here\n",
-                     "e/lesson.ipynb": "{not json", "f/relu.py": kernel(lesson, "xv"), "f/old/relu.py": kernel(lesson, "xv * 2"),
+                     "e/lesson.ipynb": "{not json", "f/relu.py": kernel(lesson, "xv"),
+                     "f/old/relu.py": kernel(lesson, "xv * 2"),
                      "g/relu.py": kernel(lesson, "______")})
     found = by_id(collect(tmp_path, lesson))
     assert (found["a"].kind, found["a"].claim, found["a"].locale, found["a"].notes) == ("report", "pass", "en", [])
@@ -196,7 +197,8 @@ def test_statuses_and_flags(lesson, tmp_path):
     events = data_of(lesson, {}, flags={"events": [{"kind": "network", "event": "socket.connect", "line": "3",
                                                     "detail": ""}]})
     assert status_of(events) == "sandbox violation"
-    assert status_of(data_of(lesson, {}, load_error={"kind": "timeout", "seconds": 4}, status="load_error")) == "timed out"
+    import_hang = data_of(lesson, {}, load_error={"kind": "timeout", "seconds": 4}, status="load_error")
+    assert status_of(import_hang) == "timed out"
     missing = make_row(lesson, student, sub, False, None, "FAILED: node died", None, "off")
     assert missing.status == "crashed" and missing.flags == ["not_in_roster", "sandbox_off"]
 
@@ -240,7 +242,8 @@ def test_grades_csv(lesson, tmp_path):
     a, b, c, d = table[1:]
     assert (a["name"], a["status"], a["points_automatic"], a["cases_passed"], a["cases_failed"]) == (
         "Wang, Fang", "graded", "3", str(len(lesson.spec.checks.cases)), "0")
-    assert (b["points_automatic"], b["failed_cases"], b["device"], b["torch"]) == ("2", "special_f32", "NVIDIA H200", "2.11.0")
+    assert (b["points_automatic"], b["failed_cases"], b["device"], b["torch"]) == (
+        "2", "special_f32", "NVIDIA H200", "2.11.0")
     assert (c["status"], d["status"]) == ("unreadable", "no submission")
     assert "c.zip" in c["detail"] and a["manual_q1"] == "" and a["checker_sha256"] == lesson.checker_hash
     assert table[0]["points_automatic"] == "3" and table[0]["manual_q3"] == "2"
@@ -266,12 +269,12 @@ def test_gradescope_results(lesson, tmp_path):
 # ---- cache, resume, outputs ----------------------------------------------------------------------
 
 def test_unit_keys_follow_what_a_result_depends_on():
-    base = unit_key("code", None, "checker", "runner", 120, "on")
-    assert base == unit_key("code", None, "checker", "runner", 120.0, "on")
-    for other in (unit_key("code ", None, "checker", "runner", 120, "on"), unit_key("code", 3, "checker", "runner", 120, "on"),
-                  unit_key("code", None, "checker2", "runner", 120, "on"), unit_key("code", None, "checker", "gpu", 120, "on"),
-                  unit_key("code", None, "checker", "runner", 60, "on"), unit_key("code", None, "checker", "runner", 120, "off")):
-        assert other != base
+    base = ("code", None, "checker", "runner", 120, "on")
+    assert unit_key(*base) == unit_key("code", None, "checker", "runner", 120.0, "on")
+    for index, other in enumerate(("code ", 3, "checker2", "gpu", 60, "off")):
+        changed = list(base)
+        changed[index] = other
+        assert unit_key(*changed) != unit_key(*base), changed
 
 
 def test_a_killed_run_leaves_results_that_the_next_run_keeps(tmp_path):

@@ -156,7 +156,8 @@ def test_feedback_is_in_each_students_language(graded):
     assert english.startswith("# Feedback: ") and "FAIL  special values" in english and "why: NaN became 0.0" in english
     liar = (feedback / "liar.md").read_text(encoding="utf-8")
     assert 'says the result was "pass"' in liar and 'gives "fail"' in liar
-    assert "不是可读取的 zip" in (feedback / "broken.md").read_text(encoding="utf-8")   # no pack: the source language
+    broken = (feedback / "broken.md").read_text(encoding="utf-8")
+    assert "不是可读取的 zip" in broken   # no pack to tell the language: the course's source language
     page = (feedback / "right.html").read_text(encoding="utf-8")
     assert page.startswith("<!DOCTYPE html>") and 'lang="zh-CN"' in page and "default-src 'none'" in page
     net = (feedback / "net.md").read_text(encoding="utf-8")

@@ -233,7 +233,8 @@ def submission_of(sid: str, layout: str, name: str, files: dict[str, bytes | Rea
     if chosen is None:
         if submission.problem is None:
             names = ", ".join(f"`{f}`" for f in submission.files)
-            submission.problem = problems[0] if problems else (("no_code", {"files": names}) if files else ("empty", {}))
+            nothing = ("no_code", {"files": names}) if files else ("empty", {})
+            submission.problem = problems[0] if problems else nothing
         return submission
     submission.source, submission.kind, submission.code = chosen.path, chosen.kind, chosen.code
     submission.cell, submission.claim = chosen.cell, chosen.claim

@@ -98,7 +98,8 @@ def feedback_markdown(lesson: GradeLesson, row: Row, modules: Path, sandbox: str
 def write_feedback(lesson: GradeLesson, row: Row, folder: Path, modules: Path, templates: Path, sandbox: str) -> None:
     """feedback/<student>.md and .html."""
     markdown = feedback_markdown(lesson, row, modules, sandbox)
-    title = lesson.languages[row.locale].text("feedback_title", lesson=lesson.heading(row.locale)) + f" · {row.student}"
+    language = lesson.languages[row.locale]
+    title = language.text("feedback_title", lesson=lesson.heading(row.locale)) + f" · {row.student}"
     folder.mkdir(parents=True, exist_ok=True)
     (folder / f"{row.slug}.md").write_text(markdown, encoding="utf-8")
     (folder / f"{row.slug}.html").write_text(html_page(markdown, title, row.locale, templates), encoding="utf-8")

@@ -45,7 +45,7 @@ def html_page(markdown: str, title: str, lang: str, templates: Path, svg: dict[s
     """The Markdown page as HTML; an image whose file name is a key of svg is drawn inline."""
     body = _MD.render(markdown)
     for name, drawing in (svg or {}).items():
-        body = re.sub(rf'<img src="{re.escape(name)}" alt="([^"]*)" ?/?>',
+        body = re.sub(rf'(?:<p>)?<img src="{re.escape(name)}" alt="([^"]*)" ?/?>(?:</p>)?',
                       lambda m: f'<figure class="chart" aria-label="{m.group(1)}">{drawing}</figure>', body)
     return jinja_env(templates).get_template("grade/page.html.j2").render(
         lang=lang, title=title, body=Markup(body))

@@ -65,7 +65,8 @@ def read_roster(path: Path, locales: list[str]) -> list[Student]:
         elif student.id in seen:
             problems.append(f"{path}:{line}: id '{student.id}' is listed twice")
         if student.locale and student.locale not in locales:
-            problems.append(f"{path}:{line}: locale '{student.locale}' is not one of the course's ({', '.join(locales)})")
+            problems.append(f"{path}:{line}: locale '{student.locale}' is not one of the course's "
+                            f"({', '.join(locales)})")
         seen.add(student.id)
         students.append(student)
     if problems:

@@ -57,7 +57,8 @@ def assign_slugs(rows: list[Row]) -> None:
         row.slug = slug
 
 
-def people(submissions: list[Submission], roster: list[Student] | None) -> list[tuple[Student, Submission | None, bool]]:
+def people(submissions: list[Submission],
+           roster: list[Student] | None) -> list[tuple[Student, Submission | None, bool]]:
     """(student, their submission or None, in the roster) for every submission and roster row."""
     if roster is None:
         return [(Student(s.student, s.name, s.email), s, True) for s in submissions]

@@ -184,7 +184,8 @@ def _run(lesson: GradeLesson, submissions: list[Submission], runner, options: Gr
         chunks = plan(pending, work, lesson.checker, chunk, options.jobs, timeout, options.sandbox,
                       runner.kind == "interpreter" or not info["cuda"], len(lesson.spec.checks.cases))
         progress(f"grade {len(pending)} distinct submission(s) ({outcome.cached} from the cache) on {runner.label}: "
-                 f"{info['device']} · torch {info['torch']} · triton {info['triton']} · sandbox {options.sandbox} · "
+                 f"{info['device']} · torch {info['torch']} · triton {info['triton']} · "
+                 f"sandbox {options.sandbox} · "
                  f"{len(chunks)} task(s), {options.jobs} at once in each")
         begun = time.monotonic()
         results = runner.run_tasks([c.task for c in chunks], progress, parallel=1)

@@ -41,7 +41,8 @@ def matching_mistakes(lesson: GradeLesson, row: Row) -> list[str]:
     found = []
     for mistake in lesson.mistakes:
         expected = lesson.expected_failures(mistake) & ran
-        if set(failed) == expected and all(mistake.reason_for(case) in (None, reason) for case, reason in failed.items()):
+        reasons_match = all(mistake.reason_for(case) in (None, reason) for case, reason in failed.items())
+        if set(failed) == expected and reasons_match:
             found.append(mistake.id)
     return found
 
