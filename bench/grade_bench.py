@@ -15,7 +15,7 @@ that folder and in one run, it times
              lesson (default: all)
 and prints seconds, submissions per second and the ratio of the per-submission times, the
 statuses, and the class summary's top three mistakes. Never fails on time. --smoke: lesson 3,
-one submission of each kind, a 3 s time-out, a baseline of two: keeps this script from rotting
+one submission of each kind, a 15 s time-out, a baseline of two: keeps this script from rotting
 (tests/test_bench.py).
 """
 
@@ -142,7 +142,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--smoke", action="store_true")
     args = parser.parse_args(argv)
     if args.smoke:
-        args.lessons, args.per_lesson, args.timeout, args.runner = "lesson03_relu", 5, 3.0, "interpreter"
+        args.lessons, args.per_lesson, args.timeout, args.runner = "lesson03_relu", 5, 15.0, "interpreter"
         args.baseline = 2
     if args.per_lesson < 1:
         parser.error("--per-lesson must be at least 1")
