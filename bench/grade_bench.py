@@ -1,6 +1,6 @@
 """`coursepack grade` against `xargs -P <cores> python check.py`, on the same synthetic class.
 
-    python bench/grade_bench.py [--lessons L1,L2,...] [--per-lesson N] [--runner auto|cuda|interpreter]
+    python bench/grade_bench.py [--lessons L1,L2,...] [--per-lesson N] [--runner auto|cuda|interpreter|slurm]
                                 [-j N] [--timeout S] [--baseline N] [--sandbox on|off] [--keep DIR] [--smoke]
 
 For each lesson (default lessons 2-4) it writes N submissions (file per student), from the
@@ -101,6 +101,8 @@ def run_grade(lesson_id: str, made: Path, out: Path, args) -> tuple[float, str]:
     command = [sys.executable, "-m", "generator", "grade", str(made), "--lesson", lesson_id, "--runner", args.runner,
                "-j", str(args.jobs), "--timeout", str(args.timeout), "--sandbox", args.sandbox,
                "--out", str(out / "grades"), "--cache", str(out / "cache")]
+    if args.runner == "slurm":
+        command += ["--slurm-gres", "", "--python", sys.executable, "--chunk", str(args.chunk)]
     start = time.monotonic()
     done = subprocess.run(command, cwd=REPO, capture_output=True, text=True, env=dict(os.environ, PYTHONPATH=str(REPO)))
     seconds = time.monotonic() - start
@@ -112,7 +114,7 @@ def run_grade(lesson_id: str, made: Path, out: Path, args) -> tuple[float, str]:
 def run_baseline(check: Path, files: list[Path], args) -> float:
     """xargs -P <cores> python check.py FILE --json --timeout S, as a student's checker runs."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("TRITON_INTERPRET", "COURSEPACK_"))}
-    if args.runner == "interpreter":
+    if args.runner in ("interpreter", "slurm"):
         env["CUDA_VISIBLE_DEVICES"] = ""   # check.py then runs in the interpreter, as grade does
     command = ["xargs", "-0", "-n", "1", "-P", str(os.cpu_count() or 1), sys.executable, str(check), "--json",
                "--timeout", str(args.timeout)]
@@ -133,7 +135,10 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--lessons", default="lesson02_vector_add,lesson03_relu,lesson04_add_bias")
     parser.add_argument("--per-lesson", type=int, default=40)
-    parser.add_argument("--runner", default="auto", choices=["auto", "cuda", "interpreter"])
+    parser.add_argument("--runner", default="auto", choices=["auto", "cuda", "interpreter", "slurm"],
+                        help="slurm: one job array per lesson on the cluster SLURM_CONF names (no --gres; its nodes "
+                             "run this Python), --chunk submissions per element; the baseline runs here")
+    parser.add_argument("--chunk", type=int, default=10, help="with --runner slurm: submissions per array element")
     parser.add_argument("-j", "--jobs", type=int, default=min(16, os.cpu_count() or 2))
     parser.add_argument("--timeout", type=float, default=10.0, help="seconds per case, for both (default 10)")
     parser.add_argument("--baseline", type=int, default=0, help="baseline submissions per lesson (default: all)")
