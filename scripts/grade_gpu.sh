@@ -14,12 +14,7 @@
 # OUT (the classes and outputs, kept; default a new folder under TMPDIR).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-if ls .whl/*.whl >/dev/null 2>&1; then
-  SITE="$(mktemp -d "${TMPDIR:-/tmp}/coursepack-site.XXXXXX")"
-  trap 'rm -rf "$SITE"' EXIT
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target "$SITE" .whl/*.whl
-  export PYTHONPATH="$SITE${PYTHONPATH:+:$PYTHONPATH}"
-fi
+. scripts/wheel_site.sh   # wheels in .whl/, if any
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
 if [ -n "${BWRAP_DIR:-}" ]; then
   export PATH="$BWRAP_DIR:$PATH" LD_LIBRARY_PATH="$BWRAP_DIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
@@ -32,5 +27,5 @@ fi
 CORES=$(nproc)
 OUT=${OUT:-$(mktemp -d "${TMPDIR:-/tmp}/coursepack-grade-gpu.XXXXXX")}
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader || true
-exec timeout 470 python3 bench/grade_bench.py --per-lesson "${1:-200}" --runner cuda -j "${JOBS:-$((CORES < 16 ? CORES : 16))}" \
+timeout 470 python3 bench/grade_bench.py --per-lesson "${1:-200}" --runner cuda -j "${JOBS:-$((CORES < 16 ? CORES : 16))}" \
   --timeout "${TIMEOUT:-10}" --baseline "${BASELINE:-48}" --sandbox "$SANDBOX" --keep "$OUT"
