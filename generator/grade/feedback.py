@@ -8,7 +8,7 @@ from pathlib import Path
 
 from generator.grade.lesson import GradeLesson, Language
 from generator.grade.pages import code, fenced, html_page, plain
-from generator.grade.rows import Row, device_of
+from generator.grade.rows import Row, device_of, sandbox_of
 
 STATUS_KEYS = {"graded": "status_graded", "no submission": "status_no_submission", "unreadable": "status_unreadable",
                "crashed": "status_crashed", "timed out": "status_timed_out",
@@ -66,8 +66,9 @@ def summary_lines(lesson: GradeLesson, row: Row, sandbox: str, markdown: bool = 
         items.append((language.text("graded_on"), env))
         if row.data["environment"].get("interpreter"):
             items.append(("", language.text("interpreter_note")))
-    if row.data is not None:
-        items.append((language.text("sandbox"), sandbox_text(language, row.data.get("sandbox") or sandbox)))
+    how = sandbox_of(row.data, sandbox)
+    if how:
+        items.append((language.text("sandbox"), sandbox_text(language, how)))
     colon = lesson.colon(row.locale)
     if not markdown:
         return [f"{label}{colon} {value}".replace("`", "") if label else value for label, value in items]

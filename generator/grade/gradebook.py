@@ -17,7 +17,7 @@ from pathlib import Path
 from generator.cache import write_text_atomically
 from generator.grade.feedback import reason_text
 from generator.grade.lesson import GradeLesson
-from generator.grade.rows import Row, device_of, failed_cases
+from generator.grade.rows import Row, device_of, failed_cases, sandbox_of
 
 POSSIBLE = "POINTS POSSIBLE"
 
@@ -60,7 +60,7 @@ def record(lesson: GradeLesson, row: Row, instructor: str, sandbox: str) -> dict
             "graded_file": submission.source if submission else "",
             "submission_sha256": submission.digest if submission else "",
             "device": device_of(data), "torch": env.get("torch", ""), "triton": env.get("triton", ""),
-            "python": env.get("python", ""), "sandbox": (data.get("sandbox") or sandbox) if data else "",
+            "python": env.get("python", ""), "sandbox": sandbox_of(data, sandbox),
             "date": data.get("date", ""), "checker_sha256": lesson.checker_hash}
 
 

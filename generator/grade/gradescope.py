@@ -18,7 +18,7 @@ from pathlib import Path
 
 from generator.grade.feedback import check_lines, note_lines, summary_lines
 from generator.grade.lesson import GradeLesson
-from generator.grade.rows import Row
+from generator.grade.rows import Row, sandbox_of
 
 SUBMISSION = Path("/autograder/submission")
 RESULTS = Path("/autograder/results/results.json")
@@ -56,7 +56,7 @@ def results_json(lesson: GradeLesson, row: Row, modules: Path, sandbox: str, vis
             "output_format": "text", "visibility": visibility, "stdout_visibility": "hidden",
             "extra_data": {"student": row.student, "status": row.status, "flags": row.flags, "locale": row.locale,
                            "lesson": lesson.id, "checker_sha256": lesson.checker_hash,
-                           "environment": data.get("environment"), "sandbox": data.get("sandbox") or sandbox},
+                           "environment": data.get("environment"), "sandbox": sandbox_of(data, sandbox)},
             "tests": tests}
 
 

@@ -154,3 +154,10 @@ def device_of(data: dict | None) -> str:
     if not env:
         return ""
     return "CPU (Triton interpreter)" if env.get("interpreter") else str(env.get("device", "?"))
+
+
+def sandbox_of(data: dict | None, sandbox: str) -> str:
+    """How the code of a result ran: bubblewrap, off (--sandbox off), or "" when it did not run."""
+    if not (data or {}).get("environment"):
+        return ""
+    return data.get("sandbox") or ("off" if sandbox == "off" else "none")

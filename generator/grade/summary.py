@@ -11,7 +11,7 @@ from html import escape
 from generator.grade.feedback import STATUS_KEYS
 from generator.grade.lesson import GradeLesson, Language
 from generator.grade.pages import code, plain, table
-from generator.grade.rows import STATUSES, Row, device_of, failed_cases
+from generator.grade.rows import STATUSES, Row, device_of, failed_cases, sandbox_of
 from generator.verify import shown_reason
 
 CHART = "score_distribution.svg"
@@ -86,7 +86,7 @@ def summary_markdown(lesson: GradeLesson, rows: list[Row], locale: str, sandbox:
     envs = Counter((device_of(d), d["environment"]["torch"], d["environment"]["triton"])
                    for d in (row.data for row in ran) if d.get("environment"))
     device, torch, triton = envs.most_common(1)[0][0] if envs else ("?", "?", "?")
-    sandboxes = Counter((row.data.get("sandbox") or "off") for row in ran)
+    sandboxes = Counter(how for row in ran if (how := sandbox_of(row.data, sandbox)))
     sandbox = sandboxes.most_common(1)[0][0] if sandboxes else sandbox
     lines = [f"# {text('summary_title', lesson=lesson.heading(locale))}", "",
              text("summary_intro", count=len(rows), device=device, torch=torch, triton=triton, sandbox=sandbox,
