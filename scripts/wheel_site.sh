@@ -1,3 +1,4 @@
+#!/usr/bin/env bash
 # Sourced by the scripts that run on an offline GPU machine (gpu_verify.sh, grade_gpu.sh): where
 # .whl/ holds wheels (scripts/fetch_wheels.sh), install them into a temporary folder on PYTHONPATH,
 # removed when the script exits.

@@ -264,8 +264,8 @@ def test_the_gradescope_autograder_zip_runs_as_gradescope_would(course, tmp_path
                           timeout=600)
     assert done.returncode == 0, done.stderr
     result = json.loads((root / "results" / "results.json").read_text(encoding="utf-8"))
-    assert result["score"] == 0 and result["extra_data"]["student"] == "submission"
-    assert result["extra_data"]["sandbox"] == "bubblewrap"
+    assert result["score"] == 0 and result["extra_data"]["student"] == "submission", result
+    assert result["extra_data"]["sandbox"] == "bubblewrap" and result["extra_data"]["status"] == "graded", result
 
 
 def test_a_killed_run_resumes_where_it_stopped(course, tmp_path):

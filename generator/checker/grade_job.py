@@ -22,6 +22,8 @@ import traceback
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+FACTORY_WAIT_S = 600
+
 
 def load_checker(path):
     spec = importlib.util.spec_from_file_location("coursepack_grade_checker", path)
@@ -83,6 +85,9 @@ def main():
     session, label, refused = open_session(job, checker)
     done = []
     if session is not None:
+        # the factory's own start (a sandboxed one imports torch again) may take long on a loaded
+        # machine: waited for once here, not within each unit's start margin
+        session.factory.wait_ready(FACTORY_WAIT_S)
         todo = [u for u in job["units"] if not (results / f"{u['id']}.json").exists()]
         with ThreadPoolExecutor(max_workers=max(1, int(job["jobs"]))) as pool:
             done = list(pool.map(lambda u: grade_unit(checker, session, u, job["case_timeout"], results), todo))
