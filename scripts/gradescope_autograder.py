@@ -20,8 +20,9 @@ The containers have no GPU: results come from the Triton interpreter and say so.
 submission runs in coursepack's sandbox; where the container refuses user namespaces (not every
 Docker configuration allows them), grading stops with the reason, and `--sandbox off` builds an
 autograder that runs submissions without it (results.json then says so), Gradescope's container
-per submission being the only confinement. run_autograder reads AUTOGRADER (default /autograder)
-and COURSEPACK (default the installed command) so that it can be tried outside Gradescope."""
+per submission being the only confinement. run_autograder reads AUTOGRADER (default /autograder),
+COURSEPACK (default the installed command) and COURSEPACK_CACHE (default $TMPDIR/coursepack-grade)
+so that it can be tried outside Gradescope."""
 
 from __future__ import annotations
 
@@ -61,7 +62,7 @@ exec $COURSEPACK grade --gradescope --kit "$AUTOGRADER/source/kit.json" --sandbo
     --gradescope-submission "$AUTOGRADER/submission" \\
     --gradescope-metadata "$AUTOGRADER/submission_metadata.json" \\
     --gradescope-results "$AUTOGRADER/results/results.json" \\
-    --cache "${{TMPDIR:-/tmp}}/coursepack-grade"
+    --cache "${{COURSEPACK_CACHE:-${{TMPDIR:-/tmp}}/coursepack-grade}}"
 """
 
 

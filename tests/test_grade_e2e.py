@@ -259,7 +259,7 @@ def test_the_gradescope_autograder_zip_runs_as_gradescope_would(course, tmp_path
     (root / "submission").mkdir()
     (root / "submission" / "relu.py").write_text(kernel(lesson, "xv"), encoding="utf-8")
     env = dict(os.environ, AUTOGRADER=str(root), COURSEPACK=f"{sys.executable} -m generator", PYTHONPATH=str(REPO),
-               TMPDIR=str(tmp_path))
+               COURSEPACK_CACHE=str(tmp_path / "cache"))
     done = subprocess.run(["bash", str(root / "source" / "run_autograder")], env=env, capture_output=True, text=True,
                           timeout=600)
     assert done.returncode == 0, done.stderr
