@@ -170,7 +170,7 @@ def sandbox_staging():
     if not (hasattr(os, "geteuid") and os.geteuid() == 0):
         return None
     import tempfile
-    staging = tempfile.mkdtemp(prefix="coursepack-sandbox-")
+    staging = tempfile.mkdtemp(prefix="coursepack-sandbox-", dir="/tmp")   # not TMPDIR: nobody must reach it
     os.chmod(staging, 0o755)
     return staging
 
