@@ -53,3 +53,18 @@ def test_grade_bench_smoke_times_grading_against_xargs():
 def _no_sandbox() -> bool:
     from generator.checker.sandbox import sandbox_problem
     return sandbox_problem() is not None
+
+
+def test_sandbox_bench_smoke_times_submissions_with_and_without_the_sandbox(built):
+    """bench/sandbox_bench.py --smoke (two different submissions each way) prints both rows and the cost."""
+    import pytest
+    if _no_sandbox():
+        pytest.skip("the sandbox cannot run here (bubblewrap or user namespaces missing)")
+    result = subprocess.run([sys.executable, str(REPO / "bench" / "sandbox_bench.py"), str(built / "dist"), "--smoke"],
+                            cwd=REPO, capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stdout + result.stderr
+    rows = {line.split()[0]: line.split() for line in result.stdout.splitlines() if line.startswith("  plain")
+            or line.startswith("  sandbox")}
+    assert set(rows) == {"plain", "sandbox"} and rows["plain"][5] == rows["sandbox"][5] == "pass", result.stdout
+    assert rows["sandbox"][6] == "bubblewrap", result.stdout
+    assert re.search(r"^sandbox cost per submission: [+-]\d+\.\d+ s", result.stdout, re.M), result.stdout

@@ -3,6 +3,7 @@ outputs with guard bands, the trusted side's verdict from a worker's data (stray
 reasons), the protocol's limits, and the joining itself. No kernel runs here (but the last test)."""
 
 import dataclasses
+import os
 import io
 import types
 
@@ -200,3 +201,23 @@ def test_check_py_starts_without_posix_only_modules(monkeypatch):
     module.__file__ = str(join.HERE / "check.py")
     exec(compile(join.joined(), "check.py", "exec"), module.__dict__)
     assert callable(module.main)
+
+
+def test_the_sandbox_seed_holds_launchers_only(rt, tmp_path):
+    """The sandbox mounts a staged copy of Triton's cache holding compiled C modules only: a cache
+    entry of a compiled kernel (the answer's, after the instructor's build) never reaches it."""
+    cache = tmp_path / "cache"
+    for entry, names in {"launcher": ["__triton_launcher.so"], "utils": ["cuda_utils.so"],
+                         "kernel": ["relu_kernel.cubin", "relu_kernel.ttir", "relu_kernel.json", "__grp__relu_kernel.json"],
+                         "kernel_with_so": ["k.so", "k.ttir"], "empty": []}.items():
+        (cache / entry).mkdir(parents=True)
+        for name in names:
+            (cache / entry / name).write_bytes(b"x")
+    seed = rt.stage_launcher_seed(str(cache))
+    try:
+        assert sorted(os.listdir(seed)) == ["launcher", "utils"]
+        assert os.listdir(os.path.join(seed, "launcher")) == ["__triton_launcher.so"]
+    finally:
+        import shutil
+        shutil.rmtree(seed)
+    assert rt.stage_launcher_seed(str(tmp_path / "missing")) is None

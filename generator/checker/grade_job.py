@@ -49,7 +49,7 @@ def open_session(job, checker):
         label = "bubblewrap"
     try:
         session = checker.Session(job["interpreter"], label == "bubblewrap", checker=os.path.abspath(job["checker"]),
-                                  seed_cache=os.environ.get("TRITON_CACHE_DIR"), start_margin=job["start_margin"])
+                                  start_margin=job["start_margin"])
     except checker.Refused as exc:
         return None, "none", str(exc)
     return session, label, ""

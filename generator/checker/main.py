@@ -22,7 +22,7 @@ from .environment import missing_packages, platform_message, prepare
 from .bench import print_tables
 from .present import Evaluation, json_result, render_report, write_submission
 from .protocol import Channel
-from .sandbox import sandbox_problem
+from .sandbox import sandbox_problem, triton_cache_dir
 from .static import Target, blank_lines, load_target, review_edits
 from .supervisor import START_MARGIN_S, Supervisor, choose_factory, close_factories, prepare_cases
 from .worker import serve
@@ -79,7 +79,7 @@ class Session:
         self.sandbox = "bubblewrap" if sandbox else None
         self.start_margin = start_margin
         self.factory = choose_factory(self.setup, sandbox, checker=checker, hidden=hidden, limits=limits,
-                                      seed_cache=seed_cache)
+                                      seed_cache=seed_cache or triton_cache_dir())
         # the first worker starts (CUDA, Triton's compile key) while this process computes the cases
         self.spare, self.spare_lock = self.factory.start(), threading.Lock()
         self.timing["factory_s"] = round(time.monotonic() - started - self.timing["import_s"], 3)

@@ -272,20 +272,62 @@ def _refuse_signals_outside(pid, group):
     _call("prctl", 22, 2, ctypes.byref(Program(len(program), filters)), 0, 0)   # PR_SET_SECCOMP, FILTER
 
 
+KERNEL_FILES = (".cubin", ".ptx", ".ttir", ".ttgir", ".llir", ".amdgcn", ".hsaco", ".source", ".json.src", ".py")
+
+
+def triton_cache_dir():
+    """Where Triton keeps its compile cache in this process's environment."""
+    return os.environ.get("TRITON_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".triton", "cache")
+
+
+def _launcher_entries(cache):
+    """The entries of a Triton cache that hold only a compiled C module (a kernel signature's launcher,
+    the driver's utilities): never a compiled kernel, whose IR would show its source."""
+    try:
+        entries = sorted(os.listdir(cache))
+    except OSError:
+        return []
+    found = []
+    for entry in entries:
+        source = os.path.join(cache, entry)
+        try:
+            names = os.listdir(source) if os.path.isdir(source) and not os.path.islink(source) else []
+        except OSError:
+            continue
+        if (names and all(n.endswith(".so") or n.startswith("__grp__") for n in names)
+                and any(n.endswith(".so") for n in names) and not any(n.endswith(KERNEL_FILES) for n in names)):
+            found.append(entry)
+    return found
+
+
+def stage_launcher_seed(cache):
+    """A folder holding copies of the launchers in Triton's cache `cache` (see _launcher_entries),
+    for the sandbox to mount: the sandbox never sees the cache itself (the answer's compiled kernels
+    are there when the instructor's build ran it). None when there is none."""
+    entries = _launcher_entries(cache) if cache else []
+    if not entries:
+        return None
+    import tempfile
+    seed = tempfile.mkdtemp(prefix="coursepack-seed-", dir="/tmp")
+    os.chmod(seed, 0o755)   # nobody (the sandbox's user, as root) reads it through the staging mount
+    for entry in entries:
+        target = os.path.join(seed, entry)
+        shutil.copytree(os.path.join(cache, entry), target, symlinks=False,
+                        ignore=lambda folder, names: [n for n in names if not n.endswith(".so")])
+        os.chmod(target, 0o755)
+        for name in os.listdir(target):
+            os.chmod(os.path.join(target, name), 0o644)
+    return seed
+
+
 def _seed_triton_cache():
-    """The launchers Triton compiles with gcc for each kernel signature, copied from the instructor's
-    warm cache (never a compiled kernel: the answer's would be there): saves each worker a compile."""
+    """Each worker's own Triton cache, in its scratch folder, starting with the staged launchers
+    (stage_launcher_seed): saves each worker a gcc compile per kernel signature."""
     seed, cache = SANDBOX_SEED, os.path.join(SCRATCH_ROOT, "triton")
     os.makedirs(cache, exist_ok=True)
     os.environ["TRITON_CACHE_DIR"] = cache
-    if not os.path.isdir(seed):
-        return
-    for entry in os.listdir(seed):
-        source = os.path.join(seed, entry)
-        names = os.listdir(source) if os.path.isdir(source) else []
-        if any(n.endswith(".so") for n in names) and not any(n.endswith((".cubin", ".ptx", ".ttir", ".ttgir", ".llir",
-                                                                           ".source", ".json.src")) for n in names):
-            shutil.copytree(source, os.path.join(cache, entry))
+    for entry in _launcher_entries(seed) if os.path.isdir(seed) else []:
+        shutil.copytree(os.path.join(seed, entry), os.path.join(cache, entry))
 
 
 def _drop_capabilities():

@@ -18,7 +18,7 @@ from .common import GUARD, HERE, LESSON, exit_text, msg
 from .cases import error_scale, expected_output, make_inputs, skip_reason
 from .environment import thread_count
 from .protocol import Channel, ProtocolError, checksum, tensor_bytes
-from .sandbox import SCRATCH_ROOT, nobody_reaches_the_gpu, sandbox_command, sandbox_staging
+from .sandbox import SCRATCH_ROOT, nobody_reaches_the_gpu, sandbox_command, sandbox_staging, stage_launcher_seed
 from .static import kernels_defined
 from .verdict import judge
 from .zygote import fork_zygote
@@ -137,7 +137,8 @@ class Factory:
         if self.kind == "sandbox":
             self.staging = sandbox_staging()
             self.as_root = bool(self.staging and self.setup["use_gpu"] and not nobody_reaches_the_gpu(self.staging))
-            argv = sandbox_command(self.python, self.checker, hidden, self.setup["use_gpu"], seed_cache, self.staging,
+            self.seed = stage_launcher_seed(seed_cache)
+            argv = sandbox_command(self.python, self.checker, hidden, self.setup["use_gpu"], self.seed, self.staging,
                                    self.as_root)
         else:
             argv = [self.python, self.checker, "--zygote"]
@@ -253,8 +254,9 @@ class Factory:
                 self.process.wait(10)
             except subprocess.TimeoutExpired:
                 self.process.kill()
-        if getattr(self, "staging", None):
-            shutil.rmtree(self.staging, ignore_errors=True)
+        for folder in (getattr(self, "staging", None), getattr(self, "seed", None)):
+            if folder:
+                shutil.rmtree(folder, ignore_errors=True)
 
 
 FACTORIES = {}   # one factory per kind of session, for the life of this process

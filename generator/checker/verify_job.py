@@ -85,8 +85,7 @@ def open_session(job, checker):
     if job["sandbox"] == "on" and not sandbox:
         return None, label, f"the sandbox was asked for and cannot run here: {why}"
     try:
-        session = checker.Session(job["interpreter"], sandbox, checker=os.path.abspath(job["checker"]),
-                                  seed_cache=os.environ.get("TRITON_CACHE_DIR"))
+        session = checker.Session(job["interpreter"], sandbox, checker=os.path.abspath(job["checker"]))
     except Exception:
         return None, label, traceback.format_exc()[-4000:]
     return session, label, ""

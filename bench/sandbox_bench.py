@@ -1,0 +1,132 @@
+"""What the sandbox costs per submission: the trusted checker's session (as grading and verification
+use it) checking N different submissions of a lesson, one at a time, without and with the sandbox.
+
+    python bench/sandbox_bench.py [DIST] [--lesson ID] [-n N] [--smoke]
+
+DIST holds built zips (default build/dist); the lesson's first language's answer edition is used.
+Its kernel file is copied N + 1 times, each copy with its own comment line inside every
+`@triton.jit` function, so that no two copies share a Triton cache entry: every submission compiles
+its kernels, as different students' submissions do. The first copy warms the session (the factory,
+the launchers); the others are timed. The sandboxed session gets the launchers of the plain one's
+Triton cache as its seed (grading's and verification's `seed_cache`). Prints the median seconds per
+submission for both and their difference; never fails on time. --smoke: N = 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+import zipfile
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def variant(text: str, number: int) -> str:
+    """The kernel file with a comment line opening the body of every @triton.jit function."""
+    lines, out, pending, depth = text.splitlines(), [], False, 0
+    for index, line in enumerate(lines):
+        out.append(line)
+        stripped = line.strip()
+        if stripped.startswith("@triton.jit"):
+            pending, depth = True, 0
+            continue
+        if pending and (stripped.startswith("def ") or depth > 0):
+            depth += line.count("(") - line.count(")")
+            if depth <= 0 and stripped.endswith(":"):
+                body = next((l for l in lines[index + 1:] if l.strip()), "    pass")
+                indent = body[:len(body) - len(body.lstrip())]
+                out.append(f"{indent}# submission {number}")
+                pending = False
+    return "\n".join(out) + "\n"
+
+
+def answer_pack(dist: Path, lesson: str | None, into: Path) -> tuple[str, Path]:
+    for path in sorted(dist.glob("*-answer.zip")):
+        name = path.stem.split("-")[0]
+        if name.startswith("lesson") and (lesson is None or name == lesson):
+            with zipfile.ZipFile(path) as archive:
+                archive.extractall(into)
+            return name, into / path.stem
+    raise SystemExit(f"sandbox_bench: no answer zip{' of ' + lesson if lesson else ''} in {dist}; run `make packs`")
+
+
+def load_checker(pack: Path):
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("coursepack_check", pack / "check.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def measure(checker, pack: Path, units: list[dict], sandbox: bool, seed: str | None) -> dict:
+    started = time.monotonic()
+    session = checker.Session(False, sandbox, checker=str(pack / "check.py"), seed_cache=seed)
+    opened = time.monotonic() - started
+    checker.check_units(units[:1], 1, 120, session)   # warms the factory and Triton's launchers
+    seconds, statuses = [], []
+    for unit in units[1:]:
+        started = time.monotonic()
+        result = checker.check_units([unit], 1, 120, session)[unit["id"]]
+        seconds.append(time.monotonic() - started)
+        statuses.append(result["status"])
+    return {"session_s": opened, "use_gpu": session.setup["use_gpu"], "median_s": statistics.median(seconds), "min_s": min(seconds),
+            "max_s": max(seconds), "statuses": sorted(set(statuses)), "label": session.sandbox or "none"}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("dist", nargs="?", type=Path, default=REPO / "build" / "dist")
+    parser.add_argument("--lesson")
+    parser.add_argument("-n", type=int, default=8)
+    parser.add_argument("--smoke", action="store_true")
+    args = parser.parse_args(argv)
+    count = 2 if args.smoke else max(2, args.n)
+    work = Path(tempfile.mkdtemp(prefix="coursepack-sandbox-bench-", dir="/tmp"))
+    os.chmod(work, 0o755)
+    try:
+        lesson, pack = answer_pack(args.dist, args.lesson, work)
+        os.environ["TRITON_CACHE_DIR"] = str(work / "triton")   # the session's own cache: the seed's source
+        checker = load_checker(pack)
+        why = checker.sandbox_problem()
+        if why:
+            raise SystemExit(f"sandbox_bench: the sandbox cannot run here: {why}")
+        kernel = pack / checker.LESSON["module"]
+        text = kernel.read_text(encoding="utf-8")
+        rows = {}
+        for mode in ("plain", "sandbox"):
+            units = []
+            for number in range(count + 1):
+                folder = work / mode / f"s{number}"
+                folder.mkdir(parents=True)
+                (folder / kernel.name).write_text(variant(text, number if mode == "plain" else 1000 + number),
+                                                  encoding="utf-8")
+                units.append({"id": f"s{number}", "path": str(folder / kernel.name)})
+            rows[mode] = measure(checker, pack, units, mode == "sandbox",
+                                 os.environ["TRITON_CACHE_DIR"] if mode == "sandbox" else None)
+        where = checker_device() if rows["plain"]["use_gpu"] else "interpreter (CPU)"
+        print(f"coursepack sandbox benchmark · {lesson} · {count} different submissions, one at a time · {where}")
+        print(f"  {'mode':8} {'session s':>9} {'median s':>8} {'min s':>6} {'max s':>6}  statuses  sandbox")
+        for mode, row in rows.items():
+            print(f"  {mode:8} {row['session_s']:9.2f} {row['median_s']:8.3f} {row['min_s']:6.3f} {row['max_s']:6.3f}  "
+                  f"{','.join(row['statuses']):8}  {row['label']}")
+        print(f"sandbox cost per submission: {rows['sandbox']['median_s'] - rows['plain']['median_s']:+.3f} s (median)")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    sys.stdout.flush()
+    os._exit(0)   # the checker's factories end with this process
+
+
+def checker_device() -> str:
+    import torch
+    return torch.cuda.get_device_name(0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
