@@ -185,3 +185,39 @@ def test_the_gate_fails_a_mistake_whose_reason_is_not_the_one_shown(tmp_path, ca
     assert "mistake:store_unmasked" in err
     for case in ("small", "tail"):
         assert f"{case}: the checker shows 'wrote_past_end', the mistake declares 'wrong_value'" in err, err
+
+
+def test_lesson4_tells_the_wrong_axis_in_bfloat16_and_nothing_by_chance():
+    """bfloat16 cases run on a GPU only (the interpreter skips them), so lesson 4's classify is
+    called here on the outputs such kernels give: the bias along the rows is found in bfloat16 as
+    in float32 (the lookup is judged against chance, not refused for a type with few values), and
+    wrong values that no bias of another column explains get the generic reason."""
+    import importlib.util
+    import zlib
+
+    import torch
+    spec = importlib.util.spec_from_file_location(
+        "lesson4_reference", REPO / "content" / "lessons" / "lesson04_add_bias" / "reference.py")
+    reference = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(reference)
+
+    def draw(shape, name):
+        generator = torch.Generator().manual_seed(zlib.crc32(name.encode()))
+        return torch.rand(shape, generator=generator, dtype=torch.float64) * 16 - 8
+
+    rows, cols, block = 100, 200, 32
+    for dtype in (torch.bfloat16, torch.float16, torch.float32):
+        x, b = draw((rows, cols), "x").to(dtype).double(), draw((cols,), "bias").to(dtype).double()
+
+        def rounded(values):
+            return values.to(dtype).double()
+
+        expected = rounded(x + b[None, :])
+        m, n = torch.arange(rows)[:, None], torch.arange(cols)[None, :]
+        column = (n // block) * block + m % block    # the kernel's `xv + bv[:, None]`, 32 x 32 tiles
+        along_rows = rounded(x + torch.where(column < cols, b[column.clamp(max=cols - 1)], torch.zeros(())))
+        inputs = {"x": x, "bias": b[None, :].expand(rows, cols)}
+        assert reference.classify(inputs, expected, along_rows, along_rows != expected) == "bias_wrong_axis", dtype
+        for name, got in {"no bias": x, "bias twice": rounded(x + 2 * b[None, :]), "x twice": rounded(2 * x + b[None, :]),
+                          "x - bias": rounded(x - b[None, :])}.items():
+            assert reference.classify(inputs, expected, got, got != expected) is None, (dtype, name)
