@@ -9,6 +9,9 @@ def reference(x, bias):
 
 
 SAMPLE = 256   # differing elements looked at by a lookup, at most (the first ones, row by row)
+# A pool of at most this many values is too sparse in its type for a chance match to matter (about
+# 1/16 of a sign and 8 binades); a larger one is judged against chance (_beyond_chance).
+POOL_LIMIT = {torch.bfloat16: 1 << 7, torch.float16: 1 << 10, torch.float32: 1 << 23}
 
 
 def classify(inputs, expected, got, bad, views=None):
@@ -50,13 +53,21 @@ def classify(inputs, expected, got, bad, views=None):
 
 def _beyond_chance(pool, g, addend, dtype):
     """Whether got - x[m, n] is a bias value for at least three quarters of the sampled elements,
-    and for at least half of them more often than chance. In a type with few values (bfloat16 has
-    128 per binade) many sums round to the same result, so a wrong value is often "found" by
-    chance; chance is measured with each element's x paired with another element's got (the
-    sample rolled by one), where no bias explains anything."""
-    found = int(_found(pool, g, addend, dtype).sum())
-    by_chance = int(_found(pool, g, addend.roll(1), dtype).sum())
-    return 4 * found >= 3 * len(g) and 2 * (found - by_chance) >= len(g)
+    beyond what chance explains. A value looked up among many others is found by chance when the
+    type has few values near it (bfloat16 has 128 per binade, and many sums round to the same
+    result): a pool small for its type (POOL_LIMIT) is trusted as it is; a larger one counts only
+    at a rate at least one half above chance's, measured with each element's x paired with another
+    element's got (the sample rolled by one, where the two x differ), where no bias explains
+    anything."""
+    found = float(_found(pool, g, addend, dtype).double().mean())
+    if 4 * found < 3:
+        return False
+    if torch.unique(pool).numel() <= POOL_LIMIT[dtype]:
+        return True
+    other = addend.roll(1)
+    differ = other != addend
+    by_chance = float(_found(pool, g[differ], other[differ], dtype).double().mean()) if bool(differ.any()) else 0.0
+    return 2 * (found - by_chance) >= 1
 
 
 def _same_values(expected, got):

@@ -12,6 +12,9 @@ Three changes to matmul.py's kernel, each after Triton's tutorial 09-persistent-
 - EPILOGUE_SUBTILE: C's tile is stored in two halves of BLOCK_N / 2 columns, which halves the
   shared memory the store needs and leaves room for one more pipeline stage.
 
+Two options of `tl.range` are tried as well: `warp_specialize` (some warps only issue the TMA
+copies while the others multiply) and `flatten` (the tile loop and the K loop pipelined as one).
+
 python bench.py times it beside matmul_tuned (rows "persistent.py ...").
 """
 import torch
@@ -33,10 +36,11 @@ def tile_position(tile, tiles_m, tiles_n, GROUP_M: tl.constexpr):
 @triton.jit
 def matmul_persistent_kernel(a_desc, b_desc, c_desc, M, N, K, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
                              BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr, NUM_SMS: tl.constexpr,
-                             SUBTILE: tl.constexpr, WARP_SPECIALIZE: tl.constexpr):
+                             SUBTILE: tl.constexpr, WARP_SPECIALIZE: tl.constexpr, FLATTEN: tl.constexpr):
     tiles_m = tl.cdiv(M, BLOCK_M)
     tiles_n = tl.cdiv(N, BLOCK_N)
-    for tile in tl.range(tl.program_id(0), tiles_m * tiles_n, NUM_SMS, warp_specialize=WARP_SPECIALIZE):
+    for tile in tl.range(tl.program_id(0), tiles_m * tiles_n, NUM_SMS, flatten=FLATTEN,
+                         warp_specialize=WARP_SPECIALIZE):
         pid_m, pid_n = tile_position(tile, tiles_m, tiles_n, GROUP_M)
         acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
         for k in range(0, tl.cdiv(K, BLOCK_K)):
@@ -62,7 +66,7 @@ def available(a, b):
 
 
 def matmul_persistent(a, b, BLOCK_M=128, BLOCK_N=256, BLOCK_K=64, GROUP_M=8, SUBTILE=True, WARP_SPECIALIZE=False,
-                      num_warps=8, num_stages=3):
+                      FLATTEN=False, num_warps=8, num_stages=3):
     assert a.dim() == 2 and b.dim() == 2 and a.shape[1] == b.shape[0] and available(a, b)
     M, K = a.shape
     N = b.shape[1]
@@ -74,15 +78,17 @@ def matmul_persistent(a, b, BLOCK_M=128, BLOCK_N=256, BLOCK_K=64, GROUP_M=8, SUB
     grid = (min(sms, triton.cdiv(M, BLOCK_M) * triton.cdiv(N, BLOCK_N)),)
     matmul_persistent_kernel[grid](a_desc, b_desc, c_desc, M, N, K, BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N,
                                    BLOCK_K=BLOCK_K, GROUP_M=GROUP_M, NUM_SMS=sms, SUBTILE=SUBTILE,
-                                   WARP_SPECIALIZE=WARP_SPECIALIZE, num_warps=num_warps, num_stages=num_stages)
+                                   WARP_SPECIALIZE=WARP_SPECIALIZE, FLATTEN=FLATTEN, num_warps=num_warps, num_stages=num_stages)
     return c
 
 
-CONFIGS = [   # keyword arguments of matmul_persistent
+CONFIGS = [   # keyword arguments of matmul_persistent: the winners of bench/lessons56_tune.py on an H200
     dict(BLOCK_M=128, BLOCK_N=256, BLOCK_K=64, GROUP_M=8, SUBTILE=True, num_warps=8, num_stages=3),
     dict(BLOCK_M=128, BLOCK_N=256, BLOCK_K=64, GROUP_M=8, SUBTILE=True, num_warps=8, num_stages=4),
-    dict(BLOCK_M=256, BLOCK_N=128, BLOCK_K=64, GROUP_M=8, SUBTILE=True, num_warps=8, num_stages=3),
-    dict(BLOCK_M=128, BLOCK_N=128, BLOCK_K=64, GROUP_M=8, SUBTILE=False, num_warps=8, num_stages=4),
+    dict(BLOCK_M=128, BLOCK_N=256, BLOCK_K=64, GROUP_M=16, SUBTILE=True, num_warps=8, num_stages=3),
+    dict(BLOCK_M=128, BLOCK_N=256, BLOCK_K=64, GROUP_M=8, SUBTILE=True, FLATTEN=True, num_warps=8, num_stages=3),
+    dict(BLOCK_M=128, BLOCK_N=256, BLOCK_K=64, GROUP_M=8, SUBTILE=True, WARP_SPECIALIZE=True, num_warps=8,
+         num_stages=3),
 ]
 CHOSEN = {}   # (M, N, K, dtype) -> the fastest of CONFIGS
 
@@ -90,7 +96,8 @@ CHOSEN = {}   # (M, N, K, dtype) -> the fastest of CONFIGS
 def describe(config):
     return (f"{config['BLOCK_M']}x{config['BLOCK_N']}x{config['BLOCK_K']}, GROUP_M={config['GROUP_M']}, "
             f"warps={config['num_warps']}, stages={config['num_stages']}"
-            + (", subtile" if config["SUBTILE"] else "") + (", warp-specialized" if config.get("WARP_SPECIALIZE") else ""))
+            + (", subtile" if config["SUBTILE"] else "") + (", flatten" if config.get("FLATTEN") else "")
+            + (", warp-specialized" if config.get("WARP_SPECIALIZE") else ""))
 
 
 def matmul_persistent_tuned(a, b):
@@ -102,7 +109,7 @@ def matmul_persistent_tuned(a, b):
         for config in CONFIGS:
             try:
                 timings.append((triton.testing.do_bench(lambda: matmul_persistent(a, b, **config)), len(timings), config))
-            except OutOfResources:
+            except (OutOfResources, RuntimeError):   # too big for this GPU, or a pass this Triton lacks
                 continue
         CHOSEN[key] = min(timings, key=lambda t: t[:2])[2]
     return matmul_persistent(a, b, **CHOSEN[key])
