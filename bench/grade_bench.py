@@ -104,7 +104,8 @@ def run_grade(lesson_id: str, made: Path, out: Path, args) -> tuple[float, str]:
     if args.runner == "slurm":
         command += ["--slurm-gres", "", "--python", sys.executable, "--chunk", str(args.chunk)]
     start = time.monotonic()
-    done = subprocess.run(command, cwd=REPO, capture_output=True, text=True, env=dict(os.environ, PYTHONPATH=str(REPO)))
+    path = os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))   # keeps a wheel site
+    done = subprocess.run(command, cwd=REPO, capture_output=True, text=True, env=dict(os.environ, PYTHONPATH=path))
     seconds = time.monotonic() - start
     if done.returncode not in (0, 1) or not (out / "grades" / "grades.csv").exists():
         raise SystemExit(f"grade_bench: coursepack grade exited {done.returncode}:\n{done.stderr[-3000:]}")
