@@ -301,3 +301,19 @@ def test_a_killed_run_resumes_where_it_stopped(course, tmp_path):
     assert (outcome.cached, outcome.ran) == (3, 1)
     assert {row.student: row.status for row in outcome.rows} == {"a": "graded", "b": "graded", "c": "graded",
                                                                  "z": "timed out"}
+
+
+def test_a_new_cache_folder_reaches_the_runner_check(graded, tmp_path, capsys, monkeypatch):
+    """`--cache` naming a folder that does not exist yet, on a machine whose runner was never probed
+    (the probe's own cache empty): the runner starts in that folder (it is made), so what the
+    instructor reads is about the runner (here: no GPU for --runner cuda), not a missing folder."""
+    import torch
+    if torch.cuda.is_available():
+        pytest.skip("a CUDA GPU is visible: --runner cuda would grade here")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "user-cache"))
+    _, options, _, _ = graded
+    code = main(["grade", str(options.submissions / "where_gt.py"), "--lesson", "lesson03_relu", "--content",
+                 str(options.content), "--out", str(tmp_path / "one"), "--runner", "cuda",
+                 "--cache", str(tmp_path / "new" / "cache")])
+    err = capsys.readouterr().err
+    assert code != 0 and "torch sees no CUDA GPU" in err and "No such file" not in err, err

@@ -87,6 +87,7 @@ def grade(options: GradeOptions, progress: Progress = _stderr) -> GradeOutcome:
     locales = list(lesson.languages)
     if options.locale and options.locale not in locales:
         raise GradeError(f"--locale {options.locale}: not one of the course's languages ({', '.join(locales)})")
+    build.mkdir(parents=True, exist_ok=True)   # the runners start in it (a new --cache folder too)
     runner = _runner(options, build, progress)
     roster = read_roster(options.roster, locales) if options.roster else None
     if not options.submissions.exists():
