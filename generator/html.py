@@ -188,10 +188,18 @@ def _converted(latex: str, display: bool) -> tuple[str, str | None]:
         mathml = latex_to_mathml(latex.strip(), display="block" if display else "inline")
     except Exception as exc:   # latex2mathml raises many kinds; each one is a formula to fix
         return escape(shown), f"  {shown}: {type(exc).__name__} {exc}".rstrip()
+    mathml = MTEXT.sub(lambda m: TEXT_ESCAPE.sub(lambda e: "&amp;" if e.group(1).startswith("&") else e.group(1),
+                                                 m.group(0)), mathml)
     unknown = re.findall(r"\\[A-Za-z]+", mathml)
     if unknown:
         return mathml, f"  {shown}: unsupported command {', '.join(sorted(set(unknown)))}"
     return mathml, None
+
+
+# latex2mathml keeps a text-mode escape inside \text{...} as it is (`\text{BLOCK\_M}` shows
+# "BLOCK\_M"): the character without its backslash, as TeX prints it.
+MTEXT = re.compile(r"<mtext>.*?</mtext>", re.S)
+TEXT_ESCAPE = re.compile(r"\\(&amp;|&(?!#?\w+;)|[_%#$}{])")
 
 
 def _highlight(code: str, lang: str, attrs: str) -> str:

@@ -333,3 +333,19 @@ def test_no_sandbox_is_refused_unless_turned_off(lesson, tmp_path, monkeypatch):
         run._runner(options, tmp_path / "build", lambda line: None)
     options.sandbox = "off"
     assert run._runner(options, tmp_path / "build", lambda line: None).kind == "interpreter"
+
+
+def test_the_distribution_counts_every_graded_student_a_blank_included(lesson, tmp_path):
+    """A blank file is graded (0 points): it counts in the distribution of automatic points, beside
+    the students whose kernels ran; a missing or unreadable submission does not."""
+    from generator.grade.summary import automatic_points, summary_markdown
+    rows = graded_rows(lesson, tmp_path / "class")
+    write(tmp_path / "blank", {"e/relu.py": "x = 1\n"})
+    [blank_sub] = collect(tmp_path / "blank", lesson)
+    blank = make_row(lesson, Student("e"), blank_sub, True, {**data_of(lesson, {}), "status": "blank", "cases": [],
+                                                             "score": {"normal": 0, "boundary": 0}}, None, None, "on")
+    assert blank.status == "graded" and blank.automatic == 0
+    rows.append(blank)
+    assert automatic_points(rows) == {3: 1, 2: 1, 0: 1}
+    summary = summary_markdown(lesson, rows, "en", "on")
+    assert "| 0/3 | 1 |" in summary and "| 3/3 | 1 |" in summary and "5 student(s)" in summary

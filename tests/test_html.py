@@ -113,6 +113,13 @@ def test_every_formula_becomes_mathml_and_none_stays_text():
     assert "max</mo>" in main and "<mfrac>" in main
 
 
+def test_text_mode_escapes_show_their_character():
+    """`\\text{BLOCK\\_M}` reads BLOCK_M, as TeX prints it (the converter kept the backslash)."""
+    main = body(page("# T\n\nReads $\\text{BLOCK\\_M} \\cdot \\text{a \\& b \\% c}$ elements.\n"))
+    assert "<mtext>BLOCK_M</mtext>" in main and "\\" not in main
+    assert "a&#x000A0;&amp;&#x000A0;b&#x000A0;%&#x000A0;c" in main
+
+
 def test_formula_that_does_not_convert_is_an_error_naming_it():
     with pytest.raises(HtmlError, match=r"\$\\foo\{x\}\$: unsupported command \\foo"):
         page("# T\n\nText $\\foo{x}$ here.\n")

@@ -47,9 +47,15 @@ def matching_mistakes(lesson: GradeLesson, row: Row) -> list[str]:
     return found
 
 
+def automatic_points(rows: list[Row]) -> Counter:
+    """Students per automatic score: every student whose code was graded, a blank or a file that
+    does not load included (0 points); not the missing or unreadable submissions."""
+    return Counter(row.automatic for row in rows if row.data is not None)
+
+
 def score_chart(rows: list[Row], maximum: int, language: Language) -> str:
     """Students per automatic score, as bars (deterministic SVG; text and axes in currentColor)."""
-    counts = Counter(row.automatic for row in rows if row.data is not None and row.data["status"] in ("pass", "fail"))
+    counts = automatic_points(rows)
     top = max(counts.values(), default=0) or 1
     width, height, left, bottom, bar_gap = 420, 220, 44, 36, 6
     plot_w, plot_h = width - left - 10, height - bottom - 14
@@ -96,7 +102,7 @@ def summary_markdown(lesson: GradeLesson, rows: list[Row], locale: str, sandbox:
               *table([text("col_status"), text("col_students")],
                      [[text(STATUS_KEYS[s]), str(statuses[s])] for s in STATUSES if statuses[s]]), ""]
     lines += [f"## {text('summary_distribution')}", "", f"![{text('summary_distribution')}]({CHART})", ""]
-    scores = Counter(row.automatic for row in ran if row.data["status"] in ("pass", "fail"))
+    scores = automatic_points(rows)
     lines += table([text("col_points"), text("col_students")],
                    [[f"{p}/{rubric.normal + rubric.boundary}", str(scores[p])]
                     for p in range(rubric.normal + rubric.boundary, -1, -1)]) + [""]
