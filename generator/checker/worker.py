@@ -54,6 +54,7 @@ class Harness:
         self.snapshot = {name: getattr(torch, name) for name in dir(torch) if callable(getattr(torch, name, None))}
         self.tensor_snapshot = dict(vars(torch.Tensor))
         self.timer_snapshot = clock_functions(torch)
+        self.own_snapshot = dict(globals())   # the checker's own names, in this worker
         sys.addaudithook(self._audit)
 
     def _poisoned(self, plain):
@@ -119,13 +120,17 @@ class Harness:
                             "detail": _describe(event, args)})
 
     def patched(self):
-        """Names of torch functions and Tensor attributes the code under check replaced."""
+        """Names of torch functions, Tensor attributes, clocks and the checker's own functions (in this
+        worker) that the code under check replaced."""
         torch = self.torch
         names = [name for name, value in self.snapshot.items() if getattr(torch, name, None) is not value
                  and name not in ("empty", "empty_like")]
         names += [f"Tensor.{name}" for name, value in vars(torch.Tensor).items()
                   if self.tensor_snapshot.get(name) is not value]
         names += [name for name, value in clock_functions(torch).items() if self.timer_snapshot.get(name) is not value]
+        own = globals()   # rebinding them here changes nothing the trusted side does: still an attempt
+        names += [f"checker.{name}" for name, value in self.own_snapshot.items()
+                  if callable(value) and own.get(name) is not value]
         return sorted(names)[:20]
 
 

@@ -1,4 +1,4 @@
-# expect: status=fail
+# expect: status=fail; flags=patched
 # Rebinds the checker's own comparison and verdict functions wherever it can find them.
 import sys
 import torch
