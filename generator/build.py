@@ -309,7 +309,7 @@ def _release(content: CourseContent, options: BuildOptions, env, records: dict, 
                 for edition in EDITIONS} for lesson in content.published},
                 {lesson.spec.id: records.get((lesson.spec.id, locale)) for lesson in content.published}, env)
             data = zip_pack(project)
-            problems += project_leaks(content, locale, data, f"{project.name}.zip")   # its exercise profile
+            problems += project_leaks(content, locale, data, f"{project.name}.zip", prints[locale])   # its exercise profile
             (staging / f"{project.name}.zip").write_bytes(data)
             result.zips[f"{project.name}.zip"] = hashlib.sha256(data).hexdigest()
     finally:

@@ -31,6 +31,7 @@ from generator.render import (LessonContext, RenderError, _measured_section, _na
 
 EDITION = "quarto"              # the pack's edition word: triton_course-<locale>-quarto.zip
 ANSWER_DIR = "answer"           # a lesson's answer-only files, linked from answer blocks only
+PATH_CHARS = re.compile(r"[\w.\-/]*")   # what a file's path in a page is made of
 PROFILES = ("exercise", "answer")
 OUTPUT_DIRS = {"exercise": "_site-exercise", "answer": "_site-answer"}
 ANSWER_BLOCK = re.compile(r"""^\s*:{3,}\s*\{[^}]*\.content-visible\b[^}]*\bwhen-profile\s*=\s*"answer"[^}]*\}\s*$""")
@@ -241,9 +242,21 @@ def _problems(project: Pack, name: str) -> list[str]:
             depth = 0
     if depth:
         problems.append(f"{where}:{number}: {depth} ':::' block(s) never closed")
-    folder = posixpath.dirname(name)
-    reachable = {posixpath.relpath(other, folder or ".") for other in project.files} | {"manifest.json"}
-    return problems + check_markdown(document, reachable, where)
+    return problems + check_markdown(document, _Reachable(project.files, posixpath.dirname(name)), where)
+
+
+class _Reachable:
+    """The project's files as a page in `folder` links to them (paths relative to the page), looked
+    up one link at a time: listing every file relative to every page grows with the course squared."""
+
+    def __init__(self, files, folder: str):
+        self.files, self.folder = files, folder
+
+    def __contains__(self, target: object) -> bool:
+        if target == "manifest.json":
+            return True
+        path = posixpath.normpath(posixpath.join(self.folder, str(target)))
+        return not path.startswith("../") and path in self.files
 
 
 def as_written(document: str, lesson: Lesson, locale: str) -> str:
@@ -253,28 +266,62 @@ def as_written(document: str, lesson: Lesson, locale: str) -> str:
     return re.sub(r"\\?@(fig-[A-Za-z0-9_-]+)", lambda m: names.get(m.group(1), m.group(0)), document)
 
 
-def project_leaks(content: CourseContent, locale: str, data: bytes, label: str) -> list[str]:
+def project_leaks(content: CourseContent, locale: str, data: bytes, label: str,
+                  prints: dict[str, list] | None = None) -> list[str]:
     """The leak scan of a Quarto project zip, read as its exercise profile shows it: every file but
     the lessons' answer/ folders, each page without its answer-profile blocks. Each lesson's folder
-    (and the project's top files) against that lesson's answer fingerprints; and no page or
-    configuration but the answer profile's names an answer-only file."""
+    against that lesson's answer fingerprints, the project's top files and its entry names against
+    every lesson's (as a course bundle is scanned); and no page or configuration but the answer
+    profile's names an answer-only file. prints: each lesson's fingerprints, where the caller has
+    them. Linear in the course: nothing is looked at once per lesson and once per file."""
     with zipfile.ZipFile(io.BytesIO(data)) as archive:
         entries = {info.filename.split("/", 1)[1]: archive.read(info) for info in archive.infolist()}
     answer_only = sorted(name for name in entries if ANSWER_DIR in name.split("/")[:-1])
-    view = {name: exercise_view(body.decode("utf-8")).encode() if name.endswith(".qmd") else body
-            for name, body in entries.items() if name not in answer_only}
-    for lesson in content.published:   # figure references read as the lesson text wrote them
-        view |= {name: as_written(body.decode("utf-8"), lesson, locale).encode()
-                 for name, body in view.items() if name.startswith(lesson.spec.id + "/") and name.endswith(".qmd")}
-    found = [f"{label}/{name}: names the answer-only {path} outside an answer-profile block"
-             for name, body in sorted(view.items()) if name.endswith((".qmd", ".yml")) and name != f"_quarto-{PROFILES[1]}.yml"
-             for path in answer_only if path.split("/", 1)[1] in body.decode("utf-8")]
-    names = {"(zip entry names)": "\n".join(entries).encode()}
-    for lesson in content.published:
-        files = {name: body for name, body in view.items() if name.startswith(lesson.spec.id + "/") or "/" not in name}
+    lessons = {lesson.spec.id: lesson for lesson in content.published}
+    groups: dict[str, dict[str, bytes]] = {}
+    for name, body in entries.items():
+        if name in answer_only:
+            continue
+        folder = name.split("/", 1)[0] if "/" in name else ""
+        if name.endswith(".qmd"):   # figure references read as the lesson text wrote them
+            body = exercise_view(body.decode("utf-8")).encode()
+            if folder in lessons:
+                body = as_written(body.decode("utf-8"), lessons[folder], locale).encode()
+        groups.setdefault(folder, {})[name] = body
+    found = _answer_paths_named(groups, answer_only, label)
+    prints = prints if prints is not None else {}
+    by_lesson = {lesson_id: prints.get(lesson_id) or fingerprints(lesson, locale) for lesson_id, lesson in lessons.items()}
+    every = list(dict.fromkeys(fp for lesson_prints in by_lesson.values() for fp in lesson_prints))
+    top = groups.pop("", {}) | {"(zip entry names)": "\n".join(entries).encode()}
+    found += [f"{leak} (outside the answer profile)" for leak in scan_files(top, every, label)]
+    for folder, files in sorted(groups.items()):
         found += [f"{leak} (outside the answer profile)"
-                  for leak in scan_files(files | names, fingerprints(lesson, locale), label)]
+                  for leak in scan_files(files, by_lesson.get(folder, every), label)]
     return found
+
+
+def _answer_paths_named(groups: dict[str, dict[str, bytes]], answer_only: list[str], label: str) -> list[str]:
+    """Pages and configuration (the answer profile's own excepted) that name an answer-only file,
+    as `answer/<file>`: each page's mentions of the answer folder read once, not each file name
+    looked for in each page."""
+    wanted: dict[str, list[str]] = {}
+    for path in answer_only:
+        wanted.setdefault(path.split("/", 1)[1], []).append(path)
+    simple = {suffix for suffix in wanted if PATH_CHARS.fullmatch(suffix)}
+    found = []
+    for files in groups.values():
+        for name, body in sorted(files.items()):
+            if not name.endswith((".qmd", ".yml")) or name == f"_quarto-{PROFILES[1]}.yml":
+                continue
+            text = body.decode("utf-8")
+            named = {suffix for suffix in wanted if suffix not in simple and suffix in text}
+            for mention in re.finditer(re.escape(ANSWER_DIR + "/"), text):
+                token = PATH_CHARS.match(text, mention.end()).group(0)
+                named |= {suffix for k in range(1, len(token) + 1)
+                          if (suffix := f"{ANSWER_DIR}/{token[:k]}") in simple}
+            found += [f"{label}/{name}: names the answer-only {path} outside an answer-profile block"
+                      for suffix in sorted(named) for path in wanted[suffix]]
+    return sorted(found)
 
 
 def quarto_projects(content: CourseContent, groups: dict, records: dict, env: jinja2.Environment) -> list[Pack]:
