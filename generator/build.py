@@ -25,9 +25,9 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterator, Mapping
+from typing import Any, Callable, Iterator
 
-from generator.archive import recover_dir, replace_dir, safe_entry, write_tree, zip_pack
+from generator.archive import recover_dir, replace_dir, zip_pack
 from generator.errors import CoursepackError, VerificationError
 from generator.translate import release_gate
 from generator.leaks import LeakError, fingerprints, scan_bundle, scan_files, scan_pack_zip
@@ -38,7 +38,7 @@ from generator.render import LessonContext, checker_data, finalize_pack, jinja_e
 from generator.report import report_data, write_reports
 from generator import verify as V
 from generator.bundle import CourseBundle, LessonFolder, lesson_folder
-from generator.quarto import project_leaks, quarto_project
+from generator.quarto import QuartoWriter, project_leaks
 from generator.cache import BuildCache, read_json, write_json
 from generator.runners import make_runner
 from generator.resources import TEMPLATES   # built in; --templates overrides
@@ -265,19 +265,18 @@ def _build(options: BuildOptions, progress: Progress, started: float) -> BuildRe
 def _release(content: CourseContent, options: BuildOptions, env, records: dict, hashes: dict | None,
              staging: Path, result: BuildResult) -> None:
     """Every zip into staging, lesson by lesson (made by _release_lesson in options.jobs processes,
-    written by this one), and the course bundles as the lessons come back, in course order; then
-    the Quarto projects, which generator.quarto makes from every lesson's packs at once (these wait
-    on disk meanwhile). Bundles and projects come from a full build only: they hold every published
-    lesson. hashes: the verified packs' content hashes, or None (--no-verify: each lesson is
-    rendered once, checked and zipped at once)."""
+    written by this one), and the course bundles and Quarto projects as the lessons come back, in
+    course order: each written to its zip as it goes, so that what stays in memory is one lesson.
+    Bundles and projects come from a full build only: they hold every published lesson. hashes:
+    the verified packs' content hashes, or None (--no-verify: each lesson is rendered once,
+    checked and zipped at once)."""
     items = selected(content, options)
     locales = list(dict.fromkeys(locale for _, locale in items))
     bundles = {} if options.lessons else {(locale, edition): CourseBundle(content, locale, edition, env, staging)
                                           for locale in locales for edition in EDITIONS}
+    projects = {} if options.lessons else {locale: _QuartoFile(content, locale, env, staging) for locale in locales}
     prints: dict[str, dict[str, list]] = {locale: {} for locale in locales}   # for the bundles' leak scans
     problems = []
-    parts = options.out / "work" / "quarto"   # each lesson's packs, for the Quarto projects (a full build)
-    V.clear(parts)
 
     def release(index: int) -> _Released:
         lesson, locale = items[index]
@@ -292,8 +291,9 @@ def _release(content: CourseContent, options: BuildOptions, env, records: dict, 
             prints[locale][lesson.spec.id] = done.prints
             for edition, folder in done.folders.items():
                 bundles[(locale, edition)].add(folder)
-            for pack in done.packs:
-                write_tree(pack, parts)
+            if projects:
+                projects[locale].writer.add(lesson, {pack.edition: pack for pack in done.packs},
+                                            records.get((lesson.spec.id, locale)))
         for (locale, edition), bundle in bundles.items():
             entries = bundle.finish()   # read back and checked as it is scanned
             label = f"{bundle.name}.zip"
@@ -303,21 +303,38 @@ def _release(content: CourseContent, options: BuildOptions, env, records: dict, 
                 for _ in entries:
                     pass
             result.zips[label] = _sha256(bundle.path)
-        for locale in locales if bundles else []:
-            project = quarto_project(content, locale, {lesson.spec.id: {
-                edition: Pack(lesson.spec.id, locale, edition, _Written(parts / f"{lesson.spec.id}-{locale}-{edition}"))
-                for edition in EDITIONS} for lesson in content.published},
-                {lesson.spec.id: records.get((lesson.spec.id, locale)) for lesson in content.published}, env)
-            data = zip_pack(project)
-            problems += project_leaks(content, locale, data, f"{project.name}.zip", prints[locale])   # its exercise profile
-            (staging / f"{project.name}.zip").write_bytes(data)
-            result.zips[f"{project.name}.zip"] = hashlib.sha256(data).hexdigest()
+        for locale, project in projects.items():
+            project.finish()
+            label = project.path.name
+            problems += project_leaks(content, locale, project.path, label, prints[locale])   # its exercise profile
+            result.zips[label] = _sha256(project.path)
     finally:
         for bundle in bundles.values():
             bundle.close()
-        V.clear(parts)
+        for project in projects.values():
+            project.close()
     if problems:
         raise LeakError(LEAKS + "\n".join(problems))
+
+
+class _QuartoFile:
+    """A locale's Quarto project, written to its zip in staging lesson by lesson (quarto.QuartoWriter)."""
+
+    def __init__(self, content: CourseContent, locale: str, env, staging: Path):
+        self.file = None
+        name = Pack(content.course.id, locale, "quarto").name
+        self.path = staging / f"{name}.zip"
+        self.file = self.path.open("wb")
+        self.writer = QuartoWriter(content, locale, env, self.file)
+
+    def finish(self) -> None:
+        self.writer.finish()
+        self.file.close()
+
+    def close(self) -> None:
+        """Let go of the file (a build that stops early)."""
+        if self.file is not None:
+            self.file.close()
 
 
 @dataclass
@@ -329,27 +346,7 @@ class _Released:
     prints: list                          # the lesson's answer material (leaks.Fingerprint), for its bundle
     folders: dict[str, LessonFolder]      # by edition: its folder in the course bundles, deflated
     packs: list[Pack]                     # its packs as rendered (before README and manifest): for the
-                                          # Quarto projects, which are made from every lesson at once
-
-
-class _Written(Mapping):
-    """A pack's files as archive.write_tree left them, read when asked for (the Quarto project of a
-    course is made from every lesson's packs; they wait on disk, not in memory)."""
-
-    def __init__(self, root: Path):
-        self.root = root
-
-    def __getitem__(self, name: str) -> bytes:
-        path = self.root / safe_entry(name)
-        if not path.is_file():
-            raise KeyError(name)
-        return path.read_bytes()
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(sorted(p.relative_to(self.root).as_posix() for p in self.root.rglob("*") if p.is_file()))
-
-    def __len__(self) -> int:
-        return sum(1 for _ in self)
+                                          # Quarto projects
 
 
 def _release_lesson(content: CourseContent, env, lesson: Lesson, locale: str, record: dict | None,

@@ -12,16 +12,18 @@ verification ran), through the same helpers as the other formats; translators ad
 
 from __future__ import annotations
 
+import hashlib
 import io
 import posixpath
 import re
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
+from typing import BinaryIO, Iterator
 
 import jinja2
 
+from generator.archive import ZipWriter
 from generator.leaks import fingerprints, scan_files
 from generator.loader import CourseContent, Lesson
 from generator.markdown import check_markdown
@@ -49,35 +51,87 @@ class Figure:
     mermaid: str
 
 
+class QuartoWriter:
+    """One locale's Quarto project written to `out` (a binary file) lesson by lesson, in course
+    order: add() each published lesson as the build finishes it, then finish(). What stays in
+    memory is each file's name and sha256 and the downloads' names, never the lessons; each page is
+    checked as it is written, its links against every file the project will hold."""
+
+    def __init__(self, content: CourseContent, locale: str, env: jinja2.Environment, out: BinaryIO):
+        self.content, self.locale, self.env = content, locale, env
+        self.header = Pack(content.course.id, locale, EDITION)   # name, locale and edition; no files
+        self.zip = ZipWriter(out, self.header.name)
+        self.names = {f"{lesson.spec.id}/{name}" for lesson in content.published for name in _lesson_names(lesson)}
+        self.names |= set(TOP_FILES)
+        self.digests: dict[str, str] = {}
+        self.resources: dict[str, list[str]] = {profile: [] for profile in PROFILES}
+        self.verified: dict[str, str] = {}
+        self.problems: list[str] = []
+
+    @property
+    def name(self) -> str:
+        return self.header.name
+
+    def add(self, lesson: Lesson, packs: dict[str, Pack], record: dict | None) -> None:
+        """packs: the lesson's rendered packs by edition (their kernel file, check.py and shipped
+        files are the verified ones); record: its verification record, or None."""
+        lesson_id = lesson.spec.id
+        files, downloads = self._rendered(lambda: _lesson_files(self.content, lesson, self.locale, packs, record,
+                                                                self.env))
+        for name in sorted(files):
+            self._add(f"{lesson_id}/{name}", files[name])
+        for profile in PROFILES:
+            self.resources[profile] += [f"{lesson_id}/{name}" for name in downloads[profile]]
+        self.verified[lesson_id] = "verified" if record else "NOT VERIFIED"
+
+    def finish(self) -> None:
+        """The index, the configuration and the README (which list every lesson), then the manifest."""
+        top = self._rendered(lambda: _top_files(self.content, self.locale, self.env, self.resources))
+        for name in sorted(top):
+            self._add(name, top[name])
+        missing = sorted(self.names - set(self.digests))
+        if missing:   # the list the links were checked against names a file never written
+            self.problems.append(f"{self.name}: files expected but not written: {', '.join(missing[:5])}")
+        if self.problems:
+            raise RenderError("\n".join(self.problems))
+        self.zip.add("manifest.json", manifest(self.header, {"lessons": self.verified, "holds_answers": True},
+                                               self.digests))
+        self.zip.close()
+
+    def _add(self, name: str, data: bytes) -> None:
+        self.zip.add(name, data)
+        self.digests[name] = hashlib.sha256(data).hexdigest()
+        if name.endswith(".qmd"):
+            self.problems += _page_problems(self.name, name, data.decode("utf-8"), self.names)
+
+    def _rendered(self, make):
+        try:
+            return make()
+        except jinja2.TemplateError as exc:
+            raise located_template_error(exc, Path(self.env.loader.searchpath[0])) from exc
+
+
+TOP_FILES = ("index.qmd", "_quarto.yml", *(f"_quarto-{profile}.yml" for profile in PROFILES), "README.md")
+
+
 def quarto_project(content: CourseContent, locale: str, packs: dict[str, dict[str, Pack]],
                    records: dict[str, dict | None], env: jinja2.Environment) -> Pack:
-    """packs: each published lesson's rendered packs by edition (their kernel file, check.py and
-    shipped files are the verified ones); records: each lesson's verification record, or None."""
-    try:
-        files = _project_files(content, locale, packs, records, env)
-    except jinja2.TemplateError as exc:
-        raise located_template_error(exc, Path(env.loader.searchpath[0])) from exc
-    project = Pack(content.course.id, locale, EDITION, files)
-    problems = [p for name in sorted(files) if name.endswith(".qmd") for p in _problems(project, name)]
-    if problems:
-        raise RenderError("\n".join(problems))
-    verified = {lesson.spec.id: "verified" if records.get(lesson.spec.id) else "NOT VERIFIED"
-                for lesson in content.published}
-    project.files["manifest.json"] = manifest(project, {"lessons": verified, "holds_answers": True})
-    return project
+    """The whole project in memory (QuartoWriter into a buffer, read back): for tests and the golden
+    trees. packs and records by lesson id, as QuartoWriter.add takes them."""
+    buffer = io.BytesIO()
+    writer = QuartoWriter(content, locale, env, buffer)
+    for lesson in content.published:
+        writer.add(lesson, packs[lesson.spec.id], records.get(lesson.spec.id))
+    writer.finish()
+    with zipfile.ZipFile(io.BytesIO(buffer.getvalue())) as archive:
+        files = {info.filename.split("/", 1)[1]: archive.read(info) for info in archive.infolist()}
+    return Pack(content.course.id, locale, EDITION, files)
 
 
-def _project_files(content: CourseContent, locale: str, packs: dict[str, dict[str, Pack]],
-                   records: dict[str, dict | None], env: jinja2.Environment) -> dict[str, bytes]:
+def _top_files(content: CourseContent, locale: str, env: jinja2.Environment,
+               resources: dict[str, list[str]]) -> dict[str, bytes]:
     ui = content.locales[locale]
     files: dict[str, bytes] = {}
-    resources: dict[str, list[str]] = {profile: [] for profile in PROFILES}
-    for lesson in content.published:
-        lesson_id = lesson.spec.id
-        lesson_files, downloads = _lesson_files(content, lesson, locale, packs[lesson_id], records.get(lesson_id), env)
-        files.update({f"{lesson_id}/{name}": data for name, data in lesson_files.items()})
-        for profile in PROFILES:
-            resources[profile] += [f"{lesson_id}/{name}" for name in downloads[profile]]
     entries = _index_entries(content, locale)
     pages = [entry for entry in entries if entry["href"]]
     files["index.qmd"] = cross_reference(env.get_template("quarto/index.qmd.j2").render(ui=ui, lessons=entries), []).encode()
@@ -113,9 +167,7 @@ def _lesson_files(content: CourseContent, lesson: Lesson, locale: str, packs: di
     exercise, answer = (LessonContext(content, lesson, locale, edition, bundle=True) for edition in PROFILES)
     ui = exercise.ui
     descriptions = dict(ui.pack.file_descriptions) | dict(exercise.text.files)
-    shared = [f.name for f in spec.files if f.edition == "both"] + ["requirements.txt"]
-    own = {"exercise": [spec.kernel_file, "check.py"],
-           "answer": [spec.kernel_file, "check.py", *[f.name for f in spec.files if f.edition == "answer"]]}
+    own, shared = _downloads(lesson)
     files = {name: packs["exercise"].files[name] for name in own["exercise"] + shared}
     files |= {f"{ANSWER_DIR}/{name}": packs["answer"].files[name] for name in own["answer"]}
     downloads = {"exercise": own["exercise"] + shared,
@@ -141,6 +193,22 @@ def _lesson_files(content: CourseContent, lesson: Lesson, locale: str, packs: di
     document = fill_measured(document, values, ui.pack.measured_placeholder, where)
     files["lesson.qmd"] = cross_reference(document, figures(lesson, locale)).encode()
     return files, downloads
+
+
+def _downloads(lesson: Lesson) -> tuple[dict[str, list[str]], list[str]]:
+    """(each edition's own files, the files both share) of a lesson's folder: the exercise's beside
+    lesson.qmd, the answer's in answer/."""
+    spec = lesson.spec
+    shared = [f.name for f in spec.files if f.edition == "both"] + ["requirements.txt"]
+    own = {"exercise": [spec.kernel_file, "check.py"],
+           "answer": [spec.kernel_file, "check.py", *[f.name for f in spec.files if f.edition == "answer"]]}
+    return own, shared
+
+
+def _lesson_names(lesson: Lesson) -> list[str]:
+    """Every file of a lesson's folder, known before it is rendered."""
+    own, shared = _downloads(lesson)
+    return ["lesson.qmd", *own["exercise"], *shared, *(f"{ANSWER_DIR}/{name}" for name in own["answer"])]
 
 
 FIGURE_NAME = re.compile(r"^\s*([^:：`$\n]{1,24}?\d[^:：`$\n]{0,8}?)\s*[:：]\s*(\S.*)$", re.S)
@@ -229,11 +297,10 @@ def exercise_view(document: str) -> str:
     return "".join(out)
 
 
-def _problems(project: Pack, name: str) -> list[str]:
+def _page_problems(root: str, name: str, document: str, names: set[str]) -> list[str]:
     """A generated page's fenced divs balance, its code fences close, its math balances and every
-    link reaches a file of the project (from the page's own folder)."""
-    where = f"{project.name}/{name}"
-    document = project.files[name].decode("utf-8")
+    link reaches a file of the project (names: every file it holds; from the page's own folder)."""
+    where = f"{root}/{name}"
     problems, depth, number = [], 0, 0
     for number, (kind, _) in enumerate(_lines(document), 1):
         depth += {"open": 1, "close": -1}.get(kind, 0)
@@ -242,7 +309,7 @@ def _problems(project: Pack, name: str) -> list[str]:
             depth = 0
     if depth:
         problems.append(f"{where}:{number}: {depth} ':::' block(s) never closed")
-    return problems + check_markdown(document, _Reachable(project.files, posixpath.dirname(name)), where)
+    return problems + check_markdown(document, _Reachable(names, posixpath.dirname(name)), where)
 
 
 class _Reachable:
@@ -266,62 +333,69 @@ def as_written(document: str, lesson: Lesson, locale: str) -> str:
     return re.sub(r"\\?@(fig-[A-Za-z0-9_-]+)", lambda m: names.get(m.group(1), m.group(0)), document)
 
 
-def project_leaks(content: CourseContent, locale: str, data: bytes, label: str,
+def project_leaks(content: CourseContent, locale: str, source: bytes | Path, label: str,
                   prints: dict[str, list] | None = None) -> list[str]:
-    """The leak scan of a Quarto project zip, read as its exercise profile shows it: every file but
-    the lessons' answer/ folders, each page without its answer-profile blocks. Each lesson's folder
-    against that lesson's answer fingerprints, the project's top files and its entry names against
-    every lesson's (as a course bundle is scanned); and no page or configuration but the answer
-    profile's names an answer-only file. prints: each lesson's fingerprints, where the caller has
-    them. Linear in the course: nothing is looked at once per lesson and once per file."""
-    with zipfile.ZipFile(io.BytesIO(data)) as archive:
-        entries = {info.filename.split("/", 1)[1]: archive.read(info) for info in archive.infolist()}
-    answer_only = sorted(name for name in entries if ANSWER_DIR in name.split("/")[:-1])
+    """The leak scan of a Quarto project zip (its bytes, or its path: read a folder at a time), as
+    its exercise profile shows it: every file but the lessons' answer/ folders, each page without
+    its answer-profile blocks. Each lesson's folder against that lesson's answer fingerprints, the
+    project's top files and its entry names against every lesson's (as a course bundle is
+    scanned); and no page or configuration but the answer profile's names an answer-only file.
+    prints: each lesson's fingerprints, where the caller has them. Linear in the course."""
     lessons = {lesson.spec.id: lesson for lesson in content.published}
-    groups: dict[str, dict[str, bytes]] = {}
-    for name, body in entries.items():
-        if name in answer_only:
-            continue
-        folder = name.split("/", 1)[0] if "/" in name else ""
-        if name.endswith(".qmd"):   # figure references read as the lesson text wrote them
-            body = exercise_view(body.decode("utf-8")).encode()
-            if folder in lessons:
-                body = as_written(body.decode("utf-8"), lessons[folder], locale).encode()
-        groups.setdefault(folder, {})[name] = body
-    found = _answer_paths_named(groups, answer_only, label)
     prints = prints if prints is not None else {}
     by_lesson = {lesson_id: prints.get(lesson_id) or fingerprints(lesson, locale) for lesson_id, lesson in lessons.items()}
     every = list(dict.fromkeys(fp for lesson_prints in by_lesson.values() for fp in lesson_prints))
-    top = groups.pop("", {}) | {"(zip entry names)": "\n".join(entries).encode()}
-    found += [f"{leak} (outside the answer profile)" for leak in scan_files(top, every, label)]
-    for folder, files in sorted(groups.items()):
-        found += [f"{leak} (outside the answer profile)"
-                  for leak in scan_files(files, by_lesson.get(folder, every), label)]
+    with zipfile.ZipFile(io.BytesIO(source) if isinstance(source, bytes) else source) as archive:
+        infos = {info.filename.split("/", 1)[1]: info for info in archive.infolist()}
+        answer_only = sorted(name for name in infos if ANSWER_DIR in name.split("/")[:-1])
+        mentions = _AnswerMentions(answer_only, label)
+        folders: dict[str, list[str]] = {}
+        for name in infos:
+            if name not in answer_only:
+                folders.setdefault(name.split("/", 1)[0] if "/" in name else "", []).append(name)
+        found = []
+        for folder in sorted(folders):
+            files = {name: _exercise_reading(name, archive.read(infos[name]), lessons.get(folder), locale)
+                     for name in folders[folder]}
+            found += [line for name, body in sorted(files.items()) for line in mentions.of(name, body)]
+            if not folder:
+                files["(zip entry names)"] = "\n".join(infos).encode()
+            found += [f"{leak} (outside the answer profile)"
+                      for leak in scan_files(files, by_lesson.get(folder, every) if folder else every, label)]
     return found
 
 
-def _answer_paths_named(groups: dict[str, dict[str, bytes]], answer_only: list[str], label: str) -> list[str]:
+def _exercise_reading(name: str, body: bytes, lesson: Lesson | None, locale: str) -> bytes:
+    """A file as the exercise profile shows it: a page without its answer-profile blocks, its figure
+    references read as the lesson text wrote them."""
+    if not name.endswith(".qmd"):
+        return body
+    text = exercise_view(body.decode("utf-8"))
+    return (as_written(text, lesson, locale) if lesson is not None else text).encode()
+
+
+class _AnswerMentions:
     """Pages and configuration (the answer profile's own excepted) that name an answer-only file,
     as `answer/<file>`: each page's mentions of the answer folder read once, not each file name
     looked for in each page."""
-    wanted: dict[str, list[str]] = {}
-    for path in answer_only:
-        wanted.setdefault(path.split("/", 1)[1], []).append(path)
-    simple = {suffix for suffix in wanted if PATH_CHARS.fullmatch(suffix)}
-    found = []
-    for files in groups.values():
-        for name, body in sorted(files.items()):
-            if not name.endswith((".qmd", ".yml")) or name == f"_quarto-{PROFILES[1]}.yml":
-                continue
-            text = body.decode("utf-8")
-            named = {suffix for suffix in wanted if suffix not in simple and suffix in text}
-            for mention in re.finditer(re.escape(ANSWER_DIR + "/"), text):
-                token = PATH_CHARS.match(text, mention.end()).group(0)
-                named |= {suffix for k in range(1, len(token) + 1)
-                          if (suffix := f"{ANSWER_DIR}/{token[:k]}") in simple}
-            found += [f"{label}/{name}: names the answer-only {path} outside an answer-profile block"
-                      for suffix in sorted(named) for path in wanted[suffix]]
-    return sorted(found)
+
+    def __init__(self, answer_only: list[str], label: str):
+        self.label = label
+        self.wanted: dict[str, list[str]] = {}
+        for path in answer_only:
+            self.wanted.setdefault(path.split("/", 1)[1], []).append(path)
+        self.simple = {suffix for suffix in self.wanted if PATH_CHARS.fullmatch(suffix)}
+
+    def of(self, name: str, body: bytes) -> list[str]:
+        if not name.endswith((".qmd", ".yml")) or name == f"_quarto-{PROFILES[1]}.yml":
+            return []
+        text = body.decode("utf-8")
+        named = {suffix for suffix in self.wanted if suffix not in self.simple and suffix in text}
+        for mention in re.finditer(re.escape(ANSWER_DIR + "/"), text):
+            token = PATH_CHARS.match(text, mention.end()).group(0)
+            named |= {suffix for k in range(1, len(token) + 1) if (suffix := f"{ANSWER_DIR}/{token[:k]}") in self.simple}
+        return [f"{self.label}/{name}: names the answer-only {path} outside an answer-profile block"
+                for suffix in sorted(named) for path in self.wanted[suffix]]
 
 
 def quarto_projects(content: CourseContent, groups: dict, records: dict, env: jinja2.Environment) -> list[Pack]:
