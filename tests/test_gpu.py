@@ -102,3 +102,13 @@ def test_a_cuda_fault_in_one_task_leaves_the_warm_server_working(tmp_path):
     after = runner.run(["kernel.py"], tmp_path, timeout=120)
     assert after.returncode == 0 and after.stdout.startswith("ok"), after.stderr[-2000:]
     assert runner._server(runner._env()) is server   # the same warm server served both
+
+
+def test_cuda_context_bench_smoke():
+    """bench/cuda_context_bench.py (how many CUDA contexts one GPU starts per second) prints its rows."""
+    import re
+    import subprocess
+    result = subprocess.run([sys.executable, str(REPO / "bench" / "cuda_context_bench.py"), "1", "2"],
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert len(re.findall(r" n=\s*\d+  per process: median \d+\.\d+ s.*contexts/s", result.stdout)) == 2, result.stdout
