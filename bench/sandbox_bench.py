@@ -18,15 +18,15 @@ included) and cases. Never fails on time. --smoke: N = 2.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shutil
 import statistics
 import sys
 import tempfile
 import time
-import zipfile
 from pathlib import Path
+
+from check_bench import answer_packs   # this folder's: a student's check.py, timed
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -48,16 +48,6 @@ def variant(text: str, number: int) -> str:
                 out.append(f"{indent}# submission {number}")
                 pending = False
     return "\n".join(out) + "\n"
-
-
-def answer_pack(dist: Path, lesson: str | None, into: Path) -> tuple[str, Path]:
-    for path in sorted(dist.glob("*-answer.zip")):
-        name = path.stem.split("-")[0]
-        if name.startswith("lesson") and (lesson is None or name == lesson):
-            with zipfile.ZipFile(path) as archive:
-                archive.extractall(into)
-            return name, into / path.stem
-    raise SystemExit(f"sandbox_bench: no answer zip{' of ' + lesson if lesson else ''} in {dist}; run `make packs`")
 
 
 def load_checker(pack: Path):
@@ -115,7 +105,12 @@ def main(argv: list[str] | None = None) -> int:
     work = Path(tempfile.mkdtemp(prefix="coursepack-sandbox-bench-", dir="/tmp"))
     os.chmod(work, 0o755)
     try:
-        lesson, pack = answer_pack(args.dist, args.lesson, work)
+        packs = answer_packs(args.dist, work)
+        lesson = args.lesson or next(iter(packs), None)
+        if lesson not in packs:
+            raise SystemExit(f"sandbox_bench: no answer zip{' of ' + lesson if lesson else ''} in {args.dist}; "
+                             "run `make packs`")
+        pack = packs[lesson]
         os.environ["TRITON_CACHE_DIR"] = str(work / "triton")   # the session's own cache: the seed's source
         checker = load_checker(pack)
         why = checker.sandbox_problem()
