@@ -274,7 +274,7 @@ def _release(content: CourseContent, options: BuildOptions, env, records: dict, 
     locales = list(dict.fromkeys(locale for _, locale in items))
     bundles = {} if options.lessons else {(locale, edition): CourseBundle(content, locale, edition, env, staging)
                                           for locale in locales for edition in EDITIONS}
-    projects = {} if options.lessons else {locale: _QuartoFile(content, locale, env, staging) for locale in locales}
+    projects = {} if options.lessons else {locale: QuartoWriter(content, locale, env, staging) for locale in locales}
     prints: dict[str, dict[str, list]] = {locale: {} for locale in locales}   # for the bundles' leak scans
     problems = []
 
@@ -292,8 +292,8 @@ def _release(content: CourseContent, options: BuildOptions, env, records: dict, 
             for edition, folder in done.folders.items():
                 bundles[(locale, edition)].add(folder)
             if projects:
-                projects[locale].writer.add(lesson, {pack.edition: pack for pack in done.packs},
-                                            records.get((lesson.spec.id, locale)))
+                projects[locale].add(lesson, {pack.edition: pack for pack in done.packs},
+                                     records.get((lesson.spec.id, locale)))
         for (locale, edition), bundle in bundles.items():
             entries = bundle.finish()   # read back and checked as it is scanned
             label = f"{bundle.name}.zip"
@@ -315,26 +315,6 @@ def _release(content: CourseContent, options: BuildOptions, env, records: dict, 
             project.close()
     if problems:
         raise LeakError(LEAKS + "\n".join(problems))
-
-
-class _QuartoFile:
-    """A locale's Quarto project, written to its zip in staging lesson by lesson (quarto.QuartoWriter)."""
-
-    def __init__(self, content: CourseContent, locale: str, env, staging: Path):
-        self.file = None
-        name = Pack(content.course.id, locale, "quarto").name
-        self.path = staging / f"{name}.zip"
-        self.file = self.path.open("wb")
-        self.writer = QuartoWriter(content, locale, env, self.file)
-
-    def finish(self) -> None:
-        self.writer.finish()
-        self.file.close()
-
-    def close(self) -> None:
-        """Let go of the file (a build that stops early)."""
-        if self.file is not None:
-            self.file.close()
 
 
 @dataclass

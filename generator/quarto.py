@@ -16,10 +16,11 @@ import hashlib
 import io
 import posixpath
 import re
+import tempfile
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO, Iterator
+from typing import Iterator
 
 import jinja2
 
@@ -52,15 +53,18 @@ class Figure:
 
 
 class QuartoWriter:
-    """One locale's Quarto project written to `out` (a binary file) lesson by lesson, in course
-    order: add() each published lesson as the build finishes it, then finish(). What stays in
-    memory is each file's name and sha256 and the downloads' names, never the lessons; each page is
-    checked as it is written, its links against every file the project will hold."""
+    """One locale's Quarto project written to folder/<name>.zip lesson by lesson, in course order
+    (as a course bundle is): add() each published lesson as the build finishes it, then finish().
+    What stays in memory is each file's name and sha256 and the downloads' names, never the
+    lessons; each page is checked as it is written, its links against every file the project will
+    hold."""
 
-    def __init__(self, content: CourseContent, locale: str, env: jinja2.Environment, out: BinaryIO):
+    def __init__(self, content: CourseContent, locale: str, env: jinja2.Environment, folder: Path):
         self.content, self.locale, self.env = content, locale, env
         self.header = Pack(content.course.id, locale, EDITION)   # name, locale and edition; no files
-        self.zip = ZipWriter(out, self.header.name)
+        self.path = folder / f"{self.header.name}.zip"
+        self.file = self.path.open("wb")
+        self.zip = ZipWriter(self.file, self.header.name)
         self.names = {f"{lesson.spec.id}/{name}" for lesson in content.published for name in _lesson_names(lesson)}
         self.names |= set(TOP_FILES)
         self.digests: dict[str, str] = {}
@@ -97,6 +101,11 @@ class QuartoWriter:
         self.zip.add("manifest.json", manifest(self.header, {"lessons": self.verified, "holds_answers": True},
                                                self.digests))
         self.zip.close()
+        self.file.close()
+
+    def close(self) -> None:
+        """Let go of the file (a build that stops early)."""
+        self.file.close()
 
     def _add(self, name: str, data: bytes) -> None:
         self.zip.add(name, data)
@@ -116,15 +125,18 @@ TOP_FILES = ("index.qmd", "_quarto.yml", *(f"_quarto-{profile}.yml" for profile 
 
 def quarto_project(content: CourseContent, locale: str, packs: dict[str, dict[str, Pack]],
                    records: dict[str, dict | None], env: jinja2.Environment) -> Pack:
-    """The whole project in memory (QuartoWriter into a buffer, read back): for tests and the golden
+    """The whole project in memory (QuartoWriter's zip, read back): for tests and the golden
     trees. packs and records by lesson id, as QuartoWriter.add takes them."""
-    buffer = io.BytesIO()
-    writer = QuartoWriter(content, locale, env, buffer)
-    for lesson in content.published:
-        writer.add(lesson, packs[lesson.spec.id], records.get(lesson.spec.id))
-    writer.finish()
-    with zipfile.ZipFile(io.BytesIO(buffer.getvalue())) as archive:
-        files = {info.filename.split("/", 1)[1]: archive.read(info) for info in archive.infolist()}
+    with tempfile.TemporaryDirectory(prefix="coursepack-quarto-") as folder:
+        writer = QuartoWriter(content, locale, env, Path(folder))
+        try:
+            for lesson in content.published:
+                writer.add(lesson, packs[lesson.spec.id], records.get(lesson.spec.id))
+            writer.finish()
+        finally:
+            writer.close()
+        with zipfile.ZipFile(writer.path) as archive:
+            files = {info.filename.split("/", 1)[1]: archive.read(info) for info in archive.infolist()}
     return Pack(content.course.id, locale, EDITION, files)
 
 
