@@ -74,16 +74,14 @@ def _add(archive: zipfile.ZipFile, name: str, data: bytes, executable: bool = Fa
 
 
 def autograder_zip(content: Path, lesson_id: str, sandbox: str, timeout: float | None, locale: str | None) -> bytes:
-    import tempfile
-    from generator.grade.lesson import load_lesson, save_kit
+    from generator.grade.lesson import kit_json, load_lesson
     lesson = load_lesson(content, lesson_id)
     options = (f"--timeout {timeout:g} " if timeout else "") + (f"--locale {locale} " if locale else "")
     out = io.BytesIO()
-    with zipfile.ZipFile(out, "w") as archive, tempfile.TemporaryDirectory() as tmp:
+    with zipfile.ZipFile(out, "w") as archive:
         _add(archive, "setup.sh", SETUP.encode(), executable=True)
         _add(archive, "run_autograder", RUN.format(sandbox=sandbox, options=options).encode(), executable=True)
-        save_kit(lesson, Path(tmp) / "kit.json")
-        _add(archive, "kit.json", (Path(tmp) / "kit.json").read_bytes())
+        _add(archive, "kit.json", kit_json(lesson).encode())
         files = [REPO / "pyproject.toml", REPO / "README.md"]
         for folder in ("generator", "templates"):
             files += sorted(p for p in (REPO / folder).rglob("*") if p.is_file() and "__pycache__" not in p.parts)

@@ -14,6 +14,7 @@ import pytest
 
 from generator.grade.collect import collect
 from generator.grade.gradebook import POSSIBLE, gradebook_csv
+from generator.grade.feedback import check_lines
 from generator.grade.gradescope import results_json, submitter
 from generator.grade.lesson import GradeError, load_lesson
 from generator.grade.roster import Student, read_roster
@@ -251,7 +252,7 @@ def test_grades_csv(lesson, tmp_path):
 
 def test_gradescope_results(lesson, tmp_path):
     rows = graded_rows(lesson, tmp_path)
-    data = results_json(lesson, rows[1], tmp_path / "modules", "on")
+    data = results_json(lesson, rows[1], check_lines(lesson, rows[1], tmp_path / "modules"), "on")
     assert data["score"] == 2 and data["execution_time"] == 1.5 and data["output_format"] == "text"
     groups = data["tests"][:2]
     assert [(t["name"], t["score"], t["max_score"], t["status"]) for t in groups] == [
@@ -259,7 +260,7 @@ def test_gradescope_results(lesson, tmp_path):
     special = next(t for t in data["tests"] if "(float32)" in t["name"])
     assert special["status"] == "failed" and "why: NaN became 0.0" in special["output"]
     assert "NVIDIA H200" in data["output"] and data["extra_data"]["checker_sha256"] == lesson.checker_hash
-    unreadable = results_json(lesson, rows[2], tmp_path / "modules", "on")
+    unreadable = results_json(lesson, rows[2], check_lines(lesson, rows[2], tmp_path / "modules"), "on")
     assert unreadable["score"] == 0 and "c.zip" in unreadable["output"]
     (tmp_path / "meta.json").write_text(json.dumps({"users": [{"email": "a@x", "name": "A"}]}), encoding="utf-8")
     assert submitter(tmp_path / "meta.json") == ("a@x", "A", "a@x")
@@ -349,3 +350,11 @@ def test_the_distribution_counts_every_graded_student_a_blank_included(lesson, t
     assert automatic_points(rows) == {3: 1, 2: 1, 0: 1}
     summary = summary_markdown(lesson, rows, "en", "on")
     assert "| 0/3 | 1 |" in summary and "| 3/3 | 1 |" in summary and "5 student(s)" in summary
+
+
+def test_gradescope_tests_take_their_own_case_lines_when_names_share_a_prefix():
+    from generator.grade.gradescope import _case_lines
+    output = ["  PASS  n=10", "  FAIL  n=1", "        why: x", "  SKIP  n=100  (skipped: y)"]
+    assert _case_lines(output, "n=1") == ["FAIL  n=1", "why: x"]
+    assert _case_lines(output, "n=10") == ["PASS  n=10"]
+    assert _case_lines(output, "n=100") == ["SKIP  n=100  (skipped: y)"]

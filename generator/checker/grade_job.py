@@ -58,18 +58,11 @@ def open_session(job, checker):
 def grade_unit(checker, session, unit, timeout, results):
     """check.py's --json result for one unit, plus the lines it shows; written at once."""
     started = time.monotonic()
-    path = Path(unit["path"])
-    target = checker.Target(path, unit["display"], path.read_text(encoding="utf-8"), cell=unit.get("cell"))
     try:
-        ev = session.evaluate(target, timeout)
-        lines, status = checker.render_report(ev)
-        data = checker.json_result(ev, status)
-        data["text"] = "\n".join(lines)
-        data["timing"] = ev.timing
-        data["date"] = time.strftime("%Y-%m-%d")
+        data = dict(checker.check_unit(unit, timeout, session), date=time.strftime("%Y-%m-%d"))
     except Exception:   # the checker broke on this unit (a kernel's failures stay inside its workers)
-        data = {"status": "checker_error", "error": traceback.format_exc()[-4000:]}
-    data["seconds"] = round(time.monotonic() - started, 2)
+        data = {"status": "checker_error", "error": traceback.format_exc()[-4000:],
+                "seconds": round(time.monotonic() - started, 2)}
     write_atomically(results / f"{unit['id']}.json", {"id": unit["id"], "data": data})
     return unit["id"]
 

@@ -183,26 +183,28 @@ def bench_after_check(target, status, out, no_gpu=False):
     return EXIT_PASS if all((result.get("checks") or {}).values()) else EXIT_FAIL
 
 
+def check_unit(unit, timeout, session):
+    """One kernel file's JSON result (as --json gives it, plus the report's text and timing). unit:
+    {"id", "path"}, and where the report names it otherwise or it is a notebook's cell, "display"
+    and "cell"."""
+    started = time.monotonic()
+    path = Path(unit["path"])
+    target = Target(path, unit.get("display", unit["path"]), path.read_text(encoding="utf-8"), cell=unit.get("cell"))
+    ev = session.evaluate(target, timeout)
+    lines, status = render_report(ev)
+    data = json_result(ev, status)
+    data.update(text="\n".join(lines), seconds=round(time.monotonic() - started, 2), timing=ev.timing)
+    return data
+
+
 def check_units(units, jobs, timeout, session):
-    """Verification and grading: the cases of many kernel files ({"id", "path"} each), several at
+    """Verification and grading: the cases of many kernel files (check_unit's units), several at
     once, each in workers of its own, every case computed once in the session. Returns each
-    unit's JSON result (as --json gives it, plus the report's text and timing)."""
+    unit's result by id."""
     from concurrent.futures import ThreadPoolExecutor
 
-    def one(unit):
-        started = time.monotonic()
-        path = Path(unit["path"])
-        target = Target(path, unit["path"], path.read_text(encoding="utf-8"))
-        ev = session.evaluate(target, timeout)
-        lines, status = render_report(ev)
-        data = json_result(ev, status)
-        data["text"] = "\n".join(lines)
-        data["seconds"] = round(time.monotonic() - started, 2)
-        data["timing"] = ev.timing
-        return unit["id"], data
-
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-        return dict(pool.map(one, units))
+        return dict(pool.map(lambda unit: (unit["id"], check_unit(unit, timeout, session)), units))
 
 
 class CheckFailed(Exception):

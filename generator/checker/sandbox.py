@@ -117,11 +117,13 @@ def sandbox_command(python, checker, extra_hidden=(), use_gpu=False, seed_cache=
         args += ["--tmpfs", folder]
     for folder in _python_dirs(set(hidden) | {checker_dir}):
         binds.append((folder, folder))
-    libraries = []
+    libraries, libcuda = [], None
     if use_gpu:   # mounted where the sandbox can make a mount point (a root-only folder may hold them)
         for index, folder in enumerate(gpu_library_dirs()):
             libraries.append(f"{SANDBOX_GPU_LIBRARIES}/{index}")
             binds.append((folder, libraries[-1]))
+            if libcuda is None and os.path.exists(os.path.join(folder, "libcuda.so.1")):
+                libcuda = libraries[-1]
     binds.append((checker_dir, SANDBOX_CHECKER))
     if seed_cache and os.path.isdir(seed_cache):
         binds.append((seed_cache, SANDBOX_SEED))
@@ -142,11 +144,8 @@ def sandbox_command(python, checker, extra_hidden=(), use_gpu=False, seed_cache=
             env[name] = os.environ[name]
     if libraries:
         env["LD_LIBRARY_PATH"] = ":".join(libraries)
-        # Triton looks for libcuda through the loader's cache first, whose paths may not be reachable here
-        holding = [library for library, (folder, _) in zip(libraries, [b for b in binds if b[1] in libraries])
-                   if os.path.exists(os.path.join(folder, "libcuda.so.1"))]
-        if holding:
-            env["TRITON_LIBCUDA_PATH"] = holding[0]
+    if libcuda:   # Triton looks for libcuda through the loader's cache first, whose paths may not be reachable here
+        env["TRITON_LIBCUDA_PATH"] = libcuda
     args += ["--clearenv"]
     for name, value in env.items():
         args += ["--setenv", name, value]
@@ -326,8 +325,8 @@ def _seed_triton_cache():
     seed, cache = SANDBOX_SEED, os.path.join(SCRATCH_ROOT, "triton")
     os.makedirs(cache, exist_ok=True)
     os.environ["TRITON_CACHE_DIR"] = cache
-    for entry in _launcher_entries(seed) if os.path.isdir(seed) else []:
-        shutil.copytree(os.path.join(seed, entry), os.path.join(cache, entry))
+    if os.path.isdir(seed):   # filtered when it was staged: copied whole
+        shutil.copytree(seed, cache, dirs_exist_ok=True)
 
 
 def _drop_capabilities():

@@ -83,22 +83,22 @@ def note_lines(lesson: GradeLesson, row: Row, markdown: bool = True) -> list[str
     return [f"- {reason_text(language, note)}" for note in notes]
 
 
-def feedback_markdown(lesson: GradeLesson, row: Row, modules: Path, sandbox: str) -> str:
+def feedback_markdown(lesson: GradeLesson, row: Row, output: list[str], sandbox: str) -> str:
+    """output: what check.py shows for the row (check_lines)."""
     language = lesson.languages[row.locale]
     lines = [f"# {language.text('feedback_title', lesson=lesson.heading(row.locale))}", ""]
     lines += summary_lines(lesson, row, sandbox) + [""]
     notes = note_lines(lesson, row)
     if notes:
         lines += [f"## {language.text('notes_heading')}", "", *notes, ""]
-    output = check_lines(lesson, row, modules)
     if output:
         lines += [f"## {language.text('output_heading')}", "", *fenced(output), ""]
     return "\n".join(lines)
 
 
-def write_feedback(lesson: GradeLesson, row: Row, folder: Path, modules: Path, templates: Path, sandbox: str) -> None:
+def write_feedback(lesson: GradeLesson, row: Row, folder: Path, output: list[str], templates: Path, sandbox: str) -> None:
     """feedback/<student>.md and .html."""
-    markdown = feedback_markdown(lesson, row, modules, sandbox)
+    markdown = feedback_markdown(lesson, row, output, sandbox)
     language = lesson.languages[row.locale]
     title = language.text("feedback_title", lesson=lesson.heading(row.locale)) + f" · {row.student}"
     folder.mkdir(parents=True, exist_ok=True)

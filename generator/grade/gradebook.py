@@ -12,9 +12,7 @@ from __future__ import annotations
 
 import csv
 import io
-from pathlib import Path
 
-from generator.cache import write_text_atomically
 from generator.grade.feedback import reason_text
 from generator.grade.lesson import GradeLesson
 from generator.grade.rows import Row, device_of, failed_cases, sandbox_of
@@ -73,6 +71,3 @@ def gradebook_csv(lesson: GradeLesson, rows: list[Row], instructor: str, sandbox
         writer.writerow(record(lesson, row, instructor, sandbox))
     return out.getvalue()
 
-
-def write_gradebook(path: Path, text: str) -> None:
-    write_text_atomically(path, text)

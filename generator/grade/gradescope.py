@@ -16,7 +16,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from generator.grade.feedback import check_lines, note_lines, summary_lines
+from generator.cache import write_text_atomically
+from generator.grade.feedback import note_lines, summary_lines
 from generator.grade.lesson import GradeLesson
 from generator.grade.rows import Row, sandbox_of
 
@@ -25,10 +26,10 @@ RESULTS = Path("/autograder/results/results.json")
 METADATA = Path("/autograder/submission_metadata.json")
 
 
-def results_json(lesson: GradeLesson, row: Row, modules: Path, sandbox: str, visibility: str = "visible") -> dict:
+def results_json(lesson: GradeLesson, row: Row, output: list[str], sandbox: str, visibility: str = "visible") -> dict:
+    """output: what check.py shows for the row (feedback.check_lines)."""
     language = lesson.languages[row.locale]
     rubric = lesson.spec.rubric
-    output = check_lines(lesson, row, modules)
     head = summary_lines(lesson, row, sandbox, markdown=False) + note_lines(lesson, row, markdown=False)
     data = row.data or {}
     names = language.data["case_names"]
@@ -63,7 +64,8 @@ def results_json(lesson: GradeLesson, row: Row, modules: Path, sandbox: str, vis
 def _case_lines(output: list[str], name: str) -> list[str]:
     """A case's line in check.py's output and the detail lines under it."""
     for start, line in enumerate(output):
-        if line.startswith("  ") and line[2:].split("  ", 1)[-1].strip().startswith(name):
+        shown = line[2:].split("  ", 1)[-1].rstrip()   # after the status; a note follows two spaces on
+        if line.startswith("  ") and (shown == name or shown.startswith(name + "  ")):
             end = start + 1
             while end < len(output) and output[end].startswith("        "):
                 end += 1
@@ -72,8 +74,7 @@ def _case_lines(output: list[str], name: str) -> list[str]:
 
 
 def write_results(path: Path, value: dict) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(value, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
+    write_text_atomically(path, json.dumps(value, ensure_ascii=False, indent=1) + "\n")
 
 
 def submitter(metadata: Path) -> tuple[str, str, str]:

@@ -21,6 +21,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from generator.cache import write_text_atomically
 from generator.errors import CoursepackError
 from generator.model import LessonSpec, Mistake
 from generator.verify import expected_failures
@@ -172,15 +173,18 @@ def load_lesson(content_dir: Path, lesson_id: str) -> GradeLesson:
     return GradeLesson(lesson.spec, content.course.source_locale, languages, mistakes)
 
 
-def save_kit(lesson: GradeLesson, path: Path) -> None:
+def kit_json(lesson: GradeLesson) -> str:
     """The lesson as grading needs it, without the content: no answer, no declared mistake."""
     spec = lesson.spec.model_dump(mode="json")
     spec["checks"]["mistakes"] = []
     kit = {"format": KIT_FORMAT, "spec": spec, "source_locale": lesson.source_locale,
            "languages": {loc: {"checker": lang.checker, "texts": lang.texts, "heading": lang.heading,
                                "colon": lang.colon} for loc, lang in lesson.languages.items()}}
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(kit, ensure_ascii=False), encoding="utf-8")
+    return json.dumps(kit, ensure_ascii=False)
+
+
+def save_kit(lesson: GradeLesson, path: Path) -> None:
+    write_text_atomically(path, kit_json(lesson))
 
 
 def load_kit(path: Path) -> GradeLesson:

@@ -24,7 +24,7 @@ from generator.cache import BuildCache, key, write_text_atomically
 from generator.checker.sandbox import sandbox_problem
 from generator.grade import gradescope as gs
 from generator.grade.collect import Submission, collect, read_tree, submission_of
-from generator.grade.feedback import write_feedback
+from generator.grade.feedback import check_lines, write_feedback
 from generator.grade.gradebook import gradebook_csv
 from generator.grade.lesson import GradeError, GradeLesson, load_kit, load_lesson
 from generator.grade.pages import html_page
@@ -127,8 +127,8 @@ def grade_in_container(options: GradeOptions, progress: Progress = _stderr) -> G
     student = Student(sid, name, email)
     row = make_row(lesson, student, submission, True, results.get(id(submission)), failures.get(id(submission)),
                    options.locale, options.sandbox)
-    modules = build / "checkers"
-    gs.write_results(options.gradescope_results, gs.results_json(lesson, row, modules, options.sandbox))
+    output = check_lines(lesson, row, build / "checkers")
+    gs.write_results(options.gradescope_results, gs.results_json(lesson, row, output, options.sandbox))
     progress(f"wrote {options.gradescope_results}: {row.status}, {row.automatic} automatic point(s)")
     outcome.rows, outcome.seconds = [row], time.monotonic() - started
     return outcome
@@ -227,9 +227,10 @@ def _write_outputs(lesson: GradeLesson, rows: list[Row], out: Path, build: Path,
     new.mkdir(parents=True)
     modules = build / "checkers"
     for row in rows:
-        write_feedback(lesson, row, new / "feedback", modules, options.templates, options.sandbox)
+        output = check_lines(lesson, row, modules)   # what check.py shows: the feedback page's and Gradescope's
+        write_feedback(lesson, row, new / "feedback", output, options.templates, options.sandbox)
         gs.write_results(new / "gradescope" / row.slug / "results.json",
-                         gs.results_json(lesson, row, modules, options.sandbox))
+                         gs.results_json(lesson, row, output, options.sandbox))
     language = lesson.languages[instructor]
     rubric = lesson.spec.rubric
     chart = score_chart(rows, rubric.normal + rubric.boundary, language)
