@@ -203,7 +203,7 @@ def test_check_py_starts_without_posix_only_modules(monkeypatch):
     assert callable(module.main)
 
 
-def test_the_sandbox_seed_holds_launchers_only(rt, tmp_path):
+def test_the_sandbox_seed_holds_launchers_only(rt, tmp_path, monkeypatch):
     """The sandbox mounts a staged copy of Triton's cache holding compiled C modules only: a cache
     entry of a compiled kernel (the answer's, after the instructor's build) never reaches it."""
     cache = tmp_path / "cache"
@@ -217,6 +217,13 @@ def test_the_sandbox_seed_holds_launchers_only(rt, tmp_path):
     try:
         assert sorted(os.listdir(seed)) == ["launcher", "utils"]
         assert os.listdir(os.path.join(seed, "launcher")) == ["__triton_launcher.so"]
+        # a worker's own cache starts as a copy of the seed the sandbox mounts
+        monkeypatch.setattr(rt, "SANDBOX_SEED", seed)
+        monkeypatch.setattr(rt, "SCRATCH_ROOT", str(tmp_path / "w"))
+        monkeypatch.delenv("TRITON_CACHE_DIR", raising=False)
+        rt._seed_triton_cache()
+        assert os.environ["TRITON_CACHE_DIR"] == str(tmp_path / "w" / "triton")
+        assert sorted(os.listdir(tmp_path / "w" / "triton")) == ["launcher", "utils"]
     finally:
         import shutil
         shutil.rmtree(seed)
