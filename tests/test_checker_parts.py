@@ -228,3 +228,39 @@ def test_the_sandbox_seed_holds_launchers_only(rt, tmp_path, monkeypatch):
         import shutil
         shutil.rmtree(seed)
     assert rt.stage_launcher_seed(str(tmp_path / "missing")) is None
+
+
+def _losing_supervisor(rt, outcomes):
+    """A supervisor whose workers each run one case: outcomes[case_id] is its status ("crash" for
+    a case that takes its worker down); the order the cases were tried in is kept."""
+    ids = [c["id"] for c in rt.LESSON["cases"]]
+    sup = rt.Supervisor(types.SimpleNamespace(setup={"use_gpu": False}), dict.fromkeys(ids, object()), None, 1)
+    tried = []
+
+    def one_worker(pending):
+        for case_id in pending:
+            tried.append(case_id)
+            sup.results[case_id] = {"status": outcomes.get(case_id, "pass"), "code": "SIGABRT"}
+            if sup.results[case_id]["status"] == "crash":
+                return
+    sup._one_worker = one_worker
+    return sup, ids, tried
+
+
+def test_a_file_that_loses_every_worker_is_given_up_after_three_cases_and_every_group(rt):
+    rt.LESSON["cases"] = [case(id=f"n{i}") for i in range(5)] + [case(id=f"b{i}", group="boundary") for i in range(2)]
+    sup, ids, tried = _losing_supervisor(rt, dict.fromkeys(["n0", "n1", "n2", "n3", "n4", "b0", "b1"], "crash"))
+    results = sup.run(ids)
+    assert tried == ["n0", "n1", "n2", "b0"]   # the boundary group had its chance before giving up
+    assert [results[c]["status"] for c in ids] == ["crash"] * 3 + ["not_run"] * 2 + ["crash", "not_run"]
+    assert results["n3"] == {"status": "not_run", "lost": 4}
+
+
+def test_a_file_that_loses_its_worker_on_some_inputs_runs_every_case(rt):
+    rt.LESSON["cases"] = [case(id=f"n{i}") for i in range(5)] + [case(id="b0", group="boundary")]
+    sup, ids, tried = _losing_supervisor(rt, dict.fromkeys(["n0", "n1", "n2", "n3"], "crash"))
+    results = sup.run(ids)
+    assert tried == ["n0", "n1", "n2", "b0", "n3", "n4"]   # b0 passes: no giving up, every case runs
+    assert "not_run" not in {r["status"] for r in results.values()}
+    sup, ids, tried = _losing_supervisor(rt, dict.fromkeys(["n1", "n2", "n3", "n4", "b0"], "crash"))
+    assert "not_run" not in {r["status"] for r in sup.run(ids).values()} and tried == ids   # n0 passed

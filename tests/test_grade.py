@@ -358,3 +358,9 @@ def test_gradescope_tests_take_their_own_case_lines_when_names_share_a_prefix():
     assert _case_lines(output, "n=1") == ["FAIL  n=1", "why: x"]
     assert _case_lines(output, "n=10") == ["PASS  n=10"]
     assert _case_lines(output, "n=100") == ["SKIP  n=100  (skipped: y)"]
+
+
+def test_local_grading_splits_the_judging_over_a_process_per_four_jobs():
+    from generator.grade.run import trusted_processes
+    assert trusted_processes(16, 600) == 4 and trusted_processes(16, 3) == 3
+    assert trusted_processes(2, 600) == 1 and trusted_processes(1, 1) == 1

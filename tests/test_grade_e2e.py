@@ -162,6 +162,8 @@ def test_feedback_is_in_each_students_language(graded):
     assert page.startswith("<!DOCTYPE html>") and 'lang="zh-CN"' in page and "default-src 'none'" in page
     net = (feedback / "net.md").read_text(encoding="utf-8")
     assert "network connection" in net
+    crash = (feedback / "crash.md").read_text(encoding="utf-8")   # aborts in every case: three tried, then given up
+    assert crash.count("crashed (SIGABRT)") == 3 and crash.count("----  ") == 2 and "not run: the 3 cases" in crash
     for row in ("hang", "crash", "ghost", "blank", "nb", "zipped"):
         assert (feedback / f"{row}.md").exists() and (feedback / f"{row}.html").exists()
 

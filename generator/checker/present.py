@@ -79,6 +79,8 @@ def case_detail(result):
         return [msg("gpu_fault"), "  " + msg("raised", text=result["text"])]
     if status == "timeout":
         return [msg("timed_out", seconds=result["seconds"])]
+    if status == "not_run":
+        return [msg("not_run_lost", count=result["lost"])]
     if status == "crash":
         lines = [msg("crashed", code=result["code"])]
         return lines + ["  " + l for l in result.get("stderr", "").splitlines()[-3:]]
@@ -136,7 +138,7 @@ def render_report(ev):
         return lines, "blank"
     if ev.load_error is not None:
         return lines + [load_error_line(target, ev.load_error)] + flag_lines(ev.flags), "load_error"
-    symbols = {"pass": "PASS", "skip": "SKIP"}
+    symbols = {"pass": "PASS", "skip": "SKIP", "not_run": "----"}
     for case in LESSON["cases"]:
         result = ev.results.get(case["id"], {"status": "crash", "code": "?"})
         name = LESSON["case_names"][case["id"]]

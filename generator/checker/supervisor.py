@@ -24,6 +24,8 @@ from .verdict import judge
 from .zygote import fork_zygote
 
 START_MARGIN_S = 120     # a worker's start: importing torch (a spawned one), CUDA, the first compile
+GIVE_UP_AFTER = 3        # cases that each lost their worker, with nothing run to a verdict, before the rest are not run
+LOST = ("timeout", "crash", "fault")
 ERR_TAIL = 1 << 16
 
 
@@ -318,7 +320,41 @@ class Supervisor:
         while pending and self.load_error is None:
             self._one_worker(pending)
             pending = [c for c in pending if c not in self.results]
+            if pending and self._give_up():
+                for case_id in pending:
+                    self.results[case_id] = {"status": "not_run", "lost": self._lost()}
+                break
+            pending = self._untried_group_first(pending)
         return self.results
+
+    def _lost(self):
+        return sum(r["status"] in LOST for r in self.results.values())
+
+    def _give_up(self):
+        """Whether the cases left are not worth a fresh worker each: every case run so far lost its
+        worker (a crash, a GPU fault, a time-out), at least GIVE_UP_AFTER of them, in every rubric
+        group. A kernel that loses its worker only on some inputs (a missing mask that faults on a
+        tail) passes or fails another case before that, and keeps being run case by case."""
+        ran = [case_id for case_id, r in self.results.items() if r["status"] != "skip"]
+        if len(ran) < GIVE_UP_AFTER or any(self.results[c]["status"] not in LOST for c in ran):
+            return False
+        return self._groups(ran) >= self._groups(c["id"] for c in LESSON["cases"]
+                                                  if self.results.get(c["id"], {}).get("status") != "skip")
+
+    def _untried_group_first(self, pending):
+        """After losses only: a case of a rubric group not tried yet goes next, so that giving up
+        comes after every group had its chance."""
+        ran = [c for c, r in self.results.items() if r["status"] != "skip"]
+        if self._lost() < GIVE_UP_AFTER or self._lost() < len(ran):
+            return pending
+        ran = self._groups(ran)
+        fresh = [c for c in pending if self._groups([c]) - ran]
+        return fresh[:1] + [c for c in pending if c not in fresh[:1]]
+
+    @staticmethod
+    def _groups(case_ids):
+        wanted = set(case_ids)
+        return {c["group"] for c in LESSON["cases"] if c["id"] in wanted}
 
     def _one_worker(self, case_ids):
         if not self.factory.wait_ready(self.timeout + self.start_margin):

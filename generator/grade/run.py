@@ -35,6 +35,8 @@ from generator.grade.tasks import ResultStore, Unit, collect_results, harvest, p
 from generator.resources import TEMPLATES
 from generator.runners import make_runner
 
+SUBMISSIONS_PER_PROCESS = 4
+
 Progress = Callable[[str], None]
 
 
@@ -181,15 +183,21 @@ def _run(lesson: GradeLesson, submissions: list[Submission], runner, options: Gr
     if pending:
         runner.warm_up()   # the task server imports torch while the job folders are written
         local = runner.kind in ("cuda", "interpreter")
-        chunk = options.chunk or (len(pending) if local else 50)
-        chunks = plan(pending, work, lesson.checker, chunk, options.jobs, timeout, options.sandbox,
+        procs = trusted_processes(options.jobs, len(pending)) if local and not options.chunk else 1
+        jobs = max(1, options.jobs // procs)
+        if procs > 1:   # in the order of their keys (a hash), whatever order the folder had: each
+            # process gets its share of the hangs and crashes
+            ordered = sorted(pending, key=lambda u: u.key)
+            pending = [u for k in range(procs) for u in ordered[k::procs]]
+        chunk = options.chunk or (-(-len(pending) // procs) if local else 50)
+        chunks = plan(pending, work, lesson.checker, chunk, jobs, timeout, options.sandbox,
                       runner.kind == "interpreter" or not info["cuda"], len(lesson.spec.checks.cases))
         progress(f"grade {len(pending)} distinct submission(s) ({outcome.cached} from the cache) on {runner.label}: "
                  f"{info['device']} · torch {info['torch']} · triton {info['triton']} · "
                  f"sandbox {options.sandbox} · "
-                 f"{len(chunks)} task(s), {options.jobs} at once in each")
+                 f"{len(chunks)} task(s), {jobs} at once in each" + (f", {procs} at once" if procs > 1 else ""))
         begun = time.monotonic()
-        results = runner.run_tasks([c.task for c in chunks], progress, parallel=1)
+        results = runner.run_tasks([c.task for c in chunks], progress, parallel=procs)
         outcome.run_seconds = time.monotonic() - begun
         finished = collect_results(chunks, results, store)
         outcome.tasks = finished.tasks
@@ -216,6 +224,14 @@ def _run(lesson: GradeLesson, submissions: list[Submission], runner, options: Gr
             results[sid] = dict(data, edits_outside_blank=edits, fill=fill)
     failures = {sid: missing.get(unit, "no result") for sid, unit in key_of.items() if sid not in results}
     return results, failures
+
+
+def trusted_processes(jobs: int, units: int) -> int:
+    """How many trusted processes grade at once on this machine: one per SUBMISSIONS_PER_PROCESS
+    submissions checked at once. A trusted process judges every case of its submissions in Python
+    (0.13-0.18 CPU s per submission on the H200 host), one thread at a time: with sixteen at once,
+    one process would be the bottleneck (BENCHMARKS.md)."""
+    return max(1, min(jobs // SUBMISSIONS_PER_PROCESS, units))
 
 
 def _write_outputs(lesson: GradeLesson, rows: list[Row], out: Path, build: Path, options: GradeOptions,
