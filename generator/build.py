@@ -38,7 +38,8 @@ from generator.render import LessonContext, checker_data, finalize_pack, jinja_e
 from generator.report import report_data, write_reports
 from generator import verify as V
 from generator.bundle import CourseBundle, LessonFolder, lesson_folder
-from generator.quarto import QuartoWriter, project_leaks
+from generator.markdown import forget_sections
+from generator.quarto import QuartoLesson, QuartoWriter, project_leaks, quarto_lesson
 from generator.cache import BuildCache, read_json, write_json
 from generator.runners import make_runner
 from generator.resources import TEMPLATES   # built in; --templates overrides
@@ -292,8 +293,7 @@ def _release(content: CourseContent, options: BuildOptions, env, records: dict, 
             for edition, folder in done.folders.items():
                 bundles[(locale, edition)].add(folder)
             if projects:
-                projects[locale].add(lesson, {pack.edition: pack for pack in done.packs},
-                                     records.get((lesson.spec.id, locale)))
+                projects[locale].add(done.quarto)
         for (locale, edition), bundle in bundles.items():
             entries = bundle.finish()   # read back and checked as it is scanned
             label = f"{bundle.name}.zip"
@@ -306,7 +306,8 @@ def _release(content: CourseContent, options: BuildOptions, env, records: dict, 
         for locale, project in projects.items():
             project.finish()
             label = project.path.name
-            problems += project_leaks(content, locale, project.path, label, prints[locale])   # its exercise profile
+            problems += project_leaks(content, locale, project.path, label, prints[locale],   # its exercise profile:
+                                      frozenset(prints[locale]))   # the top files (the lessons' were scanned as made)
             result.zips[label] = _sha256(project.path)
     finally:
         for bundle in bundles.values():
@@ -325,12 +326,12 @@ class _Released:
     problems: list[str]                   # leaks and drift found
     prints: list                          # the lesson's answer material (leaks.Fingerprint), for its bundle
     folders: dict[str, LessonFolder]      # by edition: its folder in the course bundles, deflated
-    packs: list[Pack]                     # its packs as rendered (before README and manifest): for the
-                                          # Quarto projects
+    quarto: QuartoLesson | None           # its folder in the Quarto project, made and scanned
 
 
 def _release_lesson(content: CourseContent, env, lesson: Lesson, locale: str, record: dict | None,
                     hashes: dict | None, bundles: bool) -> _Released:
+    forget_sections()
     if hashes is None:
         editions, problems = checked_lesson(content, lesson, locale, env, page=False)
     else:   # rendered again for its zips: the packs that were verified, or an error
@@ -347,8 +348,11 @@ def _release_lesson(content: CourseContent, env, lesson: Lesson, locale: str, re
         if edition == "exercise":
             problems += scan_pack_zip(final, data, prints, final.name + ".zip")
         zips[f"{final.name}.zip"] = data
-    folders, packs = {}, [pack for _, pack in editions.values()] if bundles else []
+    folders, quarto = {}, None
     if bundles:
+        quarto = quarto_lesson(content, lesson, locale, {edition: pack for edition, (_, pack) in editions.items()},
+                               record, env, prints)
+        problems += quarto.leaks
         for edition, (ctx, pack) in render_lesson(content, lesson, locale, env, bundle=True).items():
             final = finalize_pack(ctx, env, pack, record)
             folders[edition] = lesson_folder(final, record is not None)
@@ -356,7 +360,7 @@ def _release_lesson(content: CourseContent, env, lesson: Lesson, locale: str, re
                 bundle = f"{content.course.id}-{locale}-{edition}"
                 problems += scan_files({f"{bundle}/{lesson.spec.id}/{name}": data for name, data in final.files.items()},
                                        prints, f"{bundle}.zip")
-    return _Released(zips, problems, prints, folders, packs)
+    return _Released(zips, problems, prints, folders, quarto)
 
 
 _WORK: Callable[[int], Any] | None = None   # what in_processes' workers call (they inherit it when forked)

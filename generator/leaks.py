@@ -16,6 +16,7 @@ import re
 import unicodedata
 import zipfile
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 from typing import Iterable
 
@@ -55,7 +56,7 @@ def fingerprints(lesson: Lesson, locale: str) -> list[Fingerprint]:
     for extra in lesson.spec.files:
         if extra.edition == "answer":
             secrets[f"answer-only file {extra.name}"] = [lesson.files[extra.name].decode("utf-8")]
-    allowed = normalise(_public_text(lesson, locale))
+    allowed = normalise(_public_text(lesson, locale)) + _checker_words()
     prints = [Fingerprint("blank fill", normalise(lesson.solution.fill))]
     for source, pieces in secrets.items():
         for piece in pieces:
@@ -64,6 +65,12 @@ def fingerprints(lesson: Lesson, locale: str) -> list[Fingerprint]:
                 if len(norm) >= MIN_CHUNK and norm not in allowed:
                     prints.append(Fingerprint(source, norm))
     return prints
+
+
+@lru_cache(maxsize=1)
+def _checker_words() -> str:
+    """The checker's own code, normalised (public: the same in every pack), computed once."""
+    return normalise(joined())
 
 
 def _public_text(lesson: Lesson, locale: str) -> str:
@@ -78,7 +85,7 @@ def _public_text(lesson: Lesson, locale: str) -> str:
     # the texts themselves, not their JSON: a line break must stay whitespace (JSON's "\n" would
     # leave an "n" in the normalised text, and a public sentence that wraps would not be found)
     # and the checker's own code, the same in every pack (its words are not the lesson's)
-    return "\n".join(_strings(data)) + "\n" + exercise + "\n" + joined()
+    return "\n".join(_strings(data)) + "\n" + exercise + "\n"
 
 
 def scan_files(files: dict[str, bytes], prints: list[Fingerprint], label: str) -> list[str]:

@@ -92,7 +92,7 @@ def _odd_dollar_line(span: list[str]) -> int:
 
 def check_markdown(text: str, pack_files: set[str], name: str, tokens: list[Token] | None = None) -> list[str]:
     """Problems in the rendered Markdown: unclosed fences, unbalanced math, dead links."""
-    tokens = tokens if tokens is not None else _parser().parse(text)
+    tokens = tokens if tokens is not None else parse(text)
     lines = text.splitlines()
     problems: list[str] = []
     anchors = {_slug(tokens[i + 1].content) for i, t in enumerate(tokens) if t.type == "heading_open"}
@@ -134,7 +134,63 @@ def _slug(heading: str) -> str:
 
 
 def parse(text: str) -> list[Token]:
-    return _parser().parse(text)
+    return parse_by_section(_parser(), text)
+
+
+HEADING_LINE = re.compile(r"#{1,6}(?:[ \t]|$)")
+FENCE_LINE = re.compile(r" {0,3}(`{3,}|~{3,})")
+REFERENCE_LINE = re.compile(r"^ {0,3}\[(?:[^\]\\\n]|\\.)+\]:", re.M)
+_SECTIONS: dict[tuple[int, str], list[Token]] = {}
+SECTIONS_KEPT = 512
+
+
+def parse_by_section(md: MarkdownIt, text: str) -> list[Token]:
+    """md.parse(text), the same tokens, parsed a section at a time (cut before each heading line
+    outside fenced code) with each section's tokens kept by its text: a lesson's four documents
+    (two editions, alone and in the course bundle) share most of their sections, and the
+    pure-Python parser is the build's largest cost. A document with link reference definitions
+    (they reach across sections) is parsed whole. The tokens are shared: read them, do not change
+    them."""
+    if REFERENCE_LINE.search(text):
+        return md.parse(text)
+    tokens: list[Token] = []
+    for first, section in _sections(text):
+        key = (id(md), section)
+        found = _SECTIONS.get(key)
+        if found is None:
+            if len(_SECTIONS) >= SECTIONS_KEPT:
+                _SECTIONS.clear()
+            found = _SECTIONS[key] = md.parse(section)
+        tokens += found if not first else [t.copy(map=[t.map[0] + first, t.map[1] + first]) if t.map else t
+                                           for t in found]
+    return tokens
+
+
+def forget_sections() -> None:
+    """Let go of the kept sections: a build calls this before each lesson x locale, so that what
+    is shared is a lesson's own documents, as in any course (the synthetic course of
+    bench/build_bench.py, copies of one lesson, would otherwise share sections across lessons)."""
+    _SECTIONS.clear()
+
+
+def _sections(text: str) -> list[tuple[int, str]]:
+    """text cut before each ATX heading that starts a line outside fenced code: (first line, text).
+    Such a line ends every block before it (a paragraph, a list, a quote, a table), so each part
+    parses as it does within the whole."""
+    lines = text.splitlines(keepends=True)
+    cuts, fence = [0], ""
+    for number, line in enumerate(lines):
+        opening = FENCE_LINE.match(line)
+        if fence:
+            if opening and opening.group(1)[0] == fence[0] and len(opening.group(1)) >= len(fence) \
+                    and not line.strip().lstrip(fence[0]):
+                fence = ""
+        elif opening and not (opening.group(1)[0] == "`" and "`" in line[opening.end():]):
+            fence = opening.group(1)
+        elif number and HEADING_LINE.match(line):
+            cuts.append(number)
+    cuts.append(len(lines))
+    return [(a, "".join(lines[a:b])) for a, b in zip(cuts, cuts[1:]) if a < b]
 
 
 def split_cells(text: str, tokens: list[Token] | None = None) -> tuple[str, list[Cell]]:

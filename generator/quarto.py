@@ -24,7 +24,7 @@ from typing import Iterator
 
 import jinja2
 
-from generator.archive import ZipWriter
+from generator.archive import Entry, ZipWriter
 from generator.leaks import fingerprints, scan_files
 from generator.loader import CourseContent, Lesson
 from generator.markdown import check_markdown
@@ -52,12 +52,67 @@ class Figure:
     mermaid: str
 
 
+@dataclass(frozen=True)
+class QuartoLesson:
+    """One lesson's folder of a Quarto project, made, checked and deflated where the lesson was
+    rendered (a build's worker process): what the process writing the project's zip needs."""
+
+    lesson_id: str
+    entries: list[tuple[Entry, str]]     # each file deflated, with its sha256
+    downloads: dict[str, list[str]]      # by profile: the files it publishes (project paths)
+    verified: bool
+    problems: list[str]                  # its page's problems
+    leaks: list[str]                     # the answer material its exercise profile shows
+
+
+def quarto_lesson(content: CourseContent, lesson: Lesson, locale: str, packs: dict[str, Pack], record: dict | None,
+                  env: jinja2.Environment, prints: list | None = None) -> QuartoLesson:
+    """A lesson's folder (packs: its rendered packs by edition, whose kernel file, check.py and
+    shipped files are the verified ones; record: its verification record, or None), its page
+    checked against every file the project will hold and its exercise profile scanned for the
+    lesson's answer material (prints: its fingerprints, where the caller has them)."""
+    lesson_id = lesson.spec.id
+    try:
+        files, downloads = _lesson_files(content, lesson, locale, packs, record, env)
+    except jinja2.TemplateError as exc:
+        raise located_template_error(exc, Path(env.loader.searchpath[0])) from exc
+    root = project_name(content, locale)
+    names, answer_only = _project_names(content)
+    problems = [problem for name in sorted(files) if name.endswith(".qmd")
+                for problem in _page_problems(root, f"{lesson_id}/{name}", files[name].decode("utf-8"), names)]
+    shown = {f"{lesson_id}/{name}": data for name, data in files.items() if ANSWER_DIR not in name.split("/")[:-1]}
+    leaks = _folder_leaks(shown, lesson, locale, prints if prints is not None else fingerprints(lesson, locale),
+                          _AnswerMentions(answer_only, f"{root}.zip"), f"{root}.zip")
+    entries = [(Entry.of(f"{lesson_id}/{name}", files[name]), hashlib.sha256(files[name]).hexdigest())
+               for name in sorted(files)]
+    return QuartoLesson(lesson_id, entries, {profile: [f"{lesson_id}/{name}" for name in downloads[profile]]
+                                             for profile in PROFILES}, record is not None, problems, leaks)
+
+
+def project_name(content: CourseContent, locale: str) -> str:
+    return Pack(content.course.id, locale, EDITION).name
+
+
+_NAMES: dict[int, tuple[set[str], list[str]]] = {}
+
+
+def _project_names(content: CourseContent) -> tuple[set[str], list[str]]:
+    """(every file the project holds, the answer-only ones sorted), kept per course in this process:
+    each lesson's page is checked against them."""
+    key = id(content)
+    if key not in _NAMES:
+        names = {f"{lesson.spec.id}/{name}" for lesson in content.published for name in _lesson_names(lesson)}
+        names |= set(TOP_FILES)
+        _NAMES.clear()
+        _NAMES[key] = (names, sorted(name for name in names if ANSWER_DIR in name.split("/")[:-1]))
+    return _NAMES[key]
+
+
 class QuartoWriter:
     """One locale's Quarto project written to folder/<name>.zip lesson by lesson, in course order
-    (as a course bundle is): add() each published lesson as the build finishes it, then finish().
-    What stays in memory is each file's name and sha256 and the downloads' names, never the
-    lessons; each page is checked as it is written, its links against every file the project will
-    hold."""
+    (as a course bundle is): add() each published lesson's folder (quarto_lesson) as the build
+    finishes it, then finish(). What stays in memory is each file's name and sha256 and the
+    downloads' names, never the lessons."""
 
     def __init__(self, content: CourseContent, locale: str, env: jinja2.Environment, folder: Path):
         self.content, self.locale, self.env = content, locale, env
@@ -65,8 +120,7 @@ class QuartoWriter:
         self.path = folder / f"{self.header.name}.zip"
         self.file = self.path.open("wb")
         self.zip = ZipWriter(self.file, self.header.name)
-        self.names = {f"{lesson.spec.id}/{name}" for lesson in content.published for name in _lesson_names(lesson)}
-        self.names |= set(TOP_FILES)
+        self.names = _project_names(content)[0]
         self.digests: dict[str, str] = {}
         self.resources: dict[str, list[str]] = {profile: [] for profile in PROFILES}
         self.verified: dict[str, str] = {}
@@ -76,23 +130,27 @@ class QuartoWriter:
     def name(self) -> str:
         return self.header.name
 
-    def add(self, lesson: Lesson, packs: dict[str, Pack], record: dict | None) -> None:
-        """packs: the lesson's rendered packs by edition (their kernel file, check.py and shipped
-        files are the verified ones); record: its verification record, or None."""
-        lesson_id = lesson.spec.id
-        files, downloads = self._rendered(lambda: _lesson_files(self.content, lesson, self.locale, packs, record,
-                                                                self.env))
-        for name in sorted(files):
-            self._add(f"{lesson_id}/{name}", files[name])
+    def add(self, part: QuartoLesson) -> None:
+        """A lesson's folder; its leaks are the caller's to report (project_leaks does not scan it again)."""
+        for entry, digest in part.entries:
+            self.zip.write(entry)
+            self.digests[entry.name] = digest
         for profile in PROFILES:
-            self.resources[profile] += [f"{lesson_id}/{name}" for name in downloads[profile]]
-        self.verified[lesson_id] = "verified" if record else "NOT VERIFIED"
+            self.resources[profile] += part.downloads[profile]
+        self.verified[part.lesson_id] = "verified" if part.verified else "NOT VERIFIED"
+        self.problems += part.problems
 
     def finish(self) -> None:
         """The index, the configuration and the README (which list every lesson), then the manifest."""
-        top = self._rendered(lambda: _top_files(self.content, self.locale, self.env, self.resources))
+        try:
+            top = _top_files(self.content, self.locale, self.env, self.resources)
+        except jinja2.TemplateError as exc:
+            raise located_template_error(exc, Path(self.env.loader.searchpath[0])) from exc
         for name in sorted(top):
-            self._add(name, top[name])
+            self.zip.add(name, top[name])
+            self.digests[name] = hashlib.sha256(top[name]).hexdigest()
+            if name.endswith(".qmd"):
+                self.problems += _page_problems(self.name, name, top[name].decode("utf-8"), self.names)
         missing = sorted(self.names - set(self.digests))
         if missing:   # the list the links were checked against names a file never written
             self.problems.append(f"{self.name}: files expected but not written: {', '.join(missing[:5])}")
@@ -107,18 +165,6 @@ class QuartoWriter:
         """Let go of the file (a build that stops early)."""
         self.file.close()
 
-    def _add(self, name: str, data: bytes) -> None:
-        self.zip.add(name, data)
-        self.digests[name] = hashlib.sha256(data).hexdigest()
-        if name.endswith(".qmd"):
-            self.problems += _page_problems(self.name, name, data.decode("utf-8"), self.names)
-
-    def _rendered(self, make):
-        try:
-            return make()
-        except jinja2.TemplateError as exc:
-            raise located_template_error(exc, Path(self.env.loader.searchpath[0])) from exc
-
 
 TOP_FILES = ("index.qmd", "_quarto.yml", *(f"_quarto-{profile}.yml" for profile in PROFILES), "README.md")
 
@@ -126,12 +172,12 @@ TOP_FILES = ("index.qmd", "_quarto.yml", *(f"_quarto-{profile}.yml" for profile 
 def quarto_project(content: CourseContent, locale: str, packs: dict[str, dict[str, Pack]],
                    records: dict[str, dict | None], env: jinja2.Environment) -> Pack:
     """The whole project in memory (QuartoWriter's zip, read back): for tests and the golden
-    trees. packs and records by lesson id, as QuartoWriter.add takes them."""
+    trees. packs and records by lesson id, as quarto_lesson takes them."""
     with tempfile.TemporaryDirectory(prefix="coursepack-quarto-") as folder:
         writer = QuartoWriter(content, locale, env, Path(folder))
         try:
             for lesson in content.published:
-                writer.add(lesson, packs[lesson.spec.id], records.get(lesson.spec.id))
+                writer.add(quarto_lesson(content, lesson, locale, packs[lesson.spec.id], records.get(lesson.spec.id), env))
             writer.finish()
         finally:
             writer.close()
@@ -346,13 +392,14 @@ def as_written(document: str, lesson: Lesson, locale: str) -> str:
 
 
 def project_leaks(content: CourseContent, locale: str, source: bytes | Path, label: str,
-                  prints: dict[str, list] | None = None) -> list[str]:
+                  prints: dict[str, list] | None = None, scanned: frozenset[str] = frozenset()) -> list[str]:
     """The leak scan of a Quarto project zip (its bytes, or its path: read a folder at a time), as
     its exercise profile shows it: every file but the lessons' answer/ folders, each page without
     its answer-profile blocks. Each lesson's folder against that lesson's answer fingerprints, the
     project's top files and its entry names against every lesson's (as a course bundle is
     scanned); and no page or configuration but the answer profile's names an answer-only file.
-    prints: each lesson's fingerprints, where the caller has them. Linear in the course."""
+    prints: each lesson's fingerprints, where the caller has them; scanned: the lesson folders
+    that quarto_lesson scanned as it made them (a build's), not read back. Linear in the course."""
     lessons = {lesson.spec.id: lesson for lesson in content.published}
     prints = prints if prints is not None else {}
     by_lesson = {lesson_id: prints.get(lesson_id) or fingerprints(lesson, locale) for lesson_id, lesson in lessons.items()}
@@ -366,15 +413,24 @@ def project_leaks(content: CourseContent, locale: str, source: bytes | Path, lab
             if name not in answer_only:
                 folders.setdefault(name.split("/", 1)[0] if "/" in name else "", []).append(name)
         found = []
-        for folder in sorted(folders):
-            files = {name: _exercise_reading(name, archive.read(infos[name]), lessons.get(folder), locale)
-                     for name in folders[folder]}
-            found += [line for name, body in sorted(files.items()) for line in mentions.of(name, body)]
+        for folder in sorted(set(folders) - set(scanned)):
+            files = {name: archive.read(infos[name]) for name in folders[folder]}
             if not folder:
-                files["(zip entry names)"] = "\n".join(infos).encode()
-            found += [f"{leak} (outside the answer profile)"
-                      for leak in scan_files(files, by_lesson.get(folder, every) if folder else every, label)]
+                found += _folder_leaks(files, None, locale, every, mentions, label)
+                found += [f"{leak} (outside the answer profile)" for leak in
+                          scan_files({"(zip entry names)": "\n".join(infos).encode()}, every, label)]
+            else:
+                found += _folder_leaks(files, lessons.get(folder), locale, by_lesson.get(folder, every), mentions, label)
     return found
+
+
+def _folder_leaks(files: dict[str, bytes], lesson: Lesson | None, locale: str, prints: list, mentions: "_AnswerMentions",
+                  label: str) -> list[str]:
+    """One folder of a project as its exercise profile shows it (files: by project path, the
+    answer/ folder left out): the answer-only files its pages name, the answer material it holds."""
+    shown = {name: _exercise_reading(name, body, lesson, locale) for name, body in files.items()}
+    found = [line for name, body in sorted(shown.items()) for line in mentions.of(name, body)]
+    return found + [f"{leak} (outside the answer profile)" for leak in scan_files(shown, prints, label)]
 
 
 def _exercise_reading(name: str, body: bytes, lesson: Lesson | None, locale: str) -> bytes:

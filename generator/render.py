@@ -11,7 +11,8 @@ from pathlib import Path
 import jinja2
 
 from generator.checker.common import without_main_block as checker_lines_before_main
-from generator.checker.join import with_data
+from generator.archive import constant_part
+from generator.checker.join import DATA_LINE, joined, with_data
 from generator.codegen import blank_index, render_code
 from generator.errors import CoursepackError
 from generator.html import pack_page
@@ -215,7 +216,15 @@ def mistake_code(ctx: LessonContext, mistake: Mistake) -> str:
 
 def checker_source(ctx: LessonContext) -> str:
     # JSON text is readable, fast to write, and cannot contain three quotes in a row.
+    _checker_code_after_data()
     return with_data(json.dumps(checker_data(ctx), ensure_ascii=False, indent=1, sort_keys=True))
+
+
+@lru_cache(maxsize=1)
+def _checker_code_after_data() -> bytes:
+    """The generic checker after its data line (114 KB), the same in every check.py: deflated once
+    per process for all the zips that hold one (archive.constant_part)."""
+    return constant_part(joined().split(DATA_LINE, 1)[1].encode())
 
 
 def finalize_pack(ctx: LessonContext, env: jinja2.Environment, pack: Pack, verification: dict | None) -> Pack:
