@@ -30,7 +30,7 @@ from typing import Any, Callable, Iterator
 from generator.archive import recover_dir, replace_dir, zip_pack
 from generator.errors import CoursepackError, VerificationError
 from generator.translate import release_gate
-from generator.leaks import LeakError, fingerprints, scan_bundle, scan_files, scan_pack_zip
+from generator.leaks import LeakError, fingerprints, forget_lines, scan_bundle, scan_files, scan_pack_zip
 from generator.loader import CourseContent, Lesson, load_content
 from generator.pack import EDITIONS, Edition, Pack
 from generator.pairing import edition_drift
@@ -331,7 +331,8 @@ class _Released:
 
 def _release_lesson(content: CourseContent, env, lesson: Lesson, locale: str, record: dict | None,
                     hashes: dict | None, bundles: bool) -> _Released:
-    forget_sections()
+    forget_sections()   # what a lesson's documents share is kept for this lesson only
+    forget_lines()
     if hashes is None:
         editions, problems = checked_lesson(content, lesson, locale, env, page=False)
     else:   # rendered again for its zips: the packs that were verified, or an error

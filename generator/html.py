@@ -53,7 +53,7 @@ from pygments.util import ClassNotFound
 from generator import charts as C
 from generator.archive import constant_part, find_part
 from generator.errors import CoursepackError
-from generator.markdown import EXTERNAL, _slug
+from generator.markdown import EXTERNAL, _slug, parse_by_section
 
 TEMPLATE = "pack/lesson.html.j2"
 CSP = "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data:"
@@ -99,9 +99,12 @@ def _body(markdown_text: str, bench_json: str, labels_json: str) -> tuple[str, i
     """The page body's HTML and its number of mermaid figures. Kept per input: a build renders
     each page twice (early for the checks, final with the bench) and the bundles render it again."""
     labels = json.loads(labels_json)
-    failures: list[str] = []
-    md = _markdown(failures)
-    tokens = md.parse(markdown_text)
+    md = _markdown()
+    failures = _FAILURES.current = []
+    tokens = parse_by_section(md, markdown_text, lines=False)
+    ids = [t.attrs.get("id") for t in tokens if t.type == "heading_open"]
+    if len(set(ids)) < len(ids):   # the anchors' numbering of repeated headings spans sections
+        tokens = md.parse(markdown_text)
     _mark_callout(tokens)
     _rewrite_links(tokens, labels["permalink"])
     try:
@@ -137,10 +140,22 @@ def page_labels(ui, text) -> dict[str, str]:
 
 # --- markdown ----------------------------------------------------------------------------------
 
-def _markdown(failures: list[str]) -> MarkdownIt:
+class _Failures:
+    """The formulas of the page being rendered that do not convert (one page at a time)."""
+
+    current: list[str] = []
+
+
+_FAILURES = _Failures()
+
+
+@lru_cache(maxsize=1)
+def _markdown() -> MarkdownIt:
+    """The page parser, one per process (it keeps no state between pages): the formulas that fail
+    are noted in _FAILURES.current."""
     md = MarkdownIt("commonmark", {"html": True, "highlight": _highlight}).enable(["table", "strikethrough"])
     dollarmath_plugin(md, double_inline=True, allow_labels=False,
-                      renderer=lambda latex, options: _math(latex, options["display_mode"], failures))
+                      renderer=lambda latex, options: _math(latex, options["display_mode"], _FAILURES.current))
     anchors_plugin(md, min_level=1, max_level=6, slug_func=_slug, permalink=True, permalinkSymbol="#")
     default_fence = md.renderer.rules["fence"]
 
@@ -231,19 +246,26 @@ def _highlight_css() -> str:
 def _mark_callout(tokens: list[Token]) -> None:
     """The edition note: the first top-level blockquote after the title."""
     seen_title = False
-    for token in tokens:
+    for index, token in enumerate(tokens):
         if token.type == "heading_close" and token.tag == "h1":
             seen_title = True
         elif seen_title and token.type == "blockquote_open" and token.level == 0:
-            token.attrSet("class", "callout")
-            token.attrSet("role", "note")
+            marked = tokens[index] = token.copy(attrs=dict(token.attrs))   # parsed tokens are shared
+            marked.attrSet("class", "callout")
+            marked.attrSet("role", "note")
             return
 
 
 def _rewrite_links(tokens: list[Token], permalink: str) -> None:
-    """Another pack's lesson.md is its lesson.html here; heading anchors get an accessible name."""
-    for token in tokens:
-        for child in token.children or []:
+    """Another pack's lesson.md is its lesson.html here; heading anchors get an accessible name.
+    The links changed are copies (parsed tokens are shared between pages)."""
+    for index, token in enumerate(tokens):
+        if not any(child.type == "link_open" for child in token.children or []):
+            continue
+        children = [child.copy(attrs=dict(child.attrs)) if child.type == "link_open" else child
+                    for child in token.children]
+        tokens[index] = token.copy(children=children)
+        for child in children:
             if child.type != "link_open":
                 continue
             if child.attrGet("class") == "header-anchor":

@@ -47,6 +47,31 @@ def normalise(text: str) -> str:
     return IGNORED.sub("", unicodedata.normalize("NFKC", text).lower())
 
 
+_LINES: dict[str, str] = {}
+LINES_KEPT = 1 << 16
+
+
+def forget_lines() -> None:
+    """Let go of the kept lines (a build does before each lesson x locale; see markdown.forget_sections)."""
+    _LINES.clear()
+
+
+def normalise_lines(text: str) -> str:
+    """normalise(text), a line at a time with each line's form kept: the same text, since no
+    normalisation, case mapping or ignored character reaches across a line break. A lesson's
+    exercise files are scanned as its zip, its course-bundle folder and its Quarto folder hold
+    them, and most of their lines are the same."""
+    if len(_LINES) > LINES_KEPT:
+        _LINES.clear()
+    out = []
+    for line in text.split("\n"):
+        found = _LINES.get(line)
+        if found is None:
+            found = _LINES[line] = normalise(line)
+        out.append(found)
+    return "".join(out)
+
+
 def fingerprints(lesson: Lesson, locale: str) -> list[Fingerprint]:
     text = lesson.texts[locale]
     secrets = {"blank fill": [lesson.solution.fill], "hints.4": [text.hints[3]],
@@ -185,15 +210,15 @@ def _views(kind: str, data: bytes) -> list[tuple[str, str]]:
     """Each way of reading a file of a kind (its name's suffix), as (what to add to the name, text);
     a page's vendored mermaid already left out (see _scan_file)."""
     text = data.decode("utf-8", "replace")
-    views = [("", normalise(text))]
+    views = [("", normalise_lines(text))]
     if kind == ".ipynb":
         try:
             strings = "\n".join(_strings(json.loads(text)))
         except ValueError:
             strings = ""
-        views.append((" (decoded)", normalise(strings)))
+        views.append((" (decoded)", normalise_lines(strings)))
     if kind == ".html":   # entities decoded, code outside its highlighting spans
-        views.append((" (text)", normalise(page_text(text))))
+        views.append((" (text)", normalise_lines(page_text(text))))
     return views
 
 

@@ -144,13 +144,13 @@ _SECTIONS: dict[tuple[int, str], list[Token]] = {}
 SECTIONS_KEPT = 512
 
 
-def parse_by_section(md: MarkdownIt, text: str) -> list[Token]:
+def parse_by_section(md: MarkdownIt, text: str, lines: bool = True) -> list[Token]:
     """md.parse(text), the same tokens, parsed a section at a time (cut before each heading line
     outside fenced code) with each section's tokens kept by its text: a lesson's four documents
     (two editions, alone and in the course bundle) share most of their sections, and the
     pure-Python parser is the build's largest cost. A document with link reference definitions
     (they reach across sections) is parsed whole. The tokens are shared: read them, do not change
-    them."""
+    them. lines=False: the tokens' line numbers (map) are left within their section (no copies)."""
     if REFERENCE_LINE.search(text):
         return md.parse(text)
     tokens: list[Token] = []
@@ -161,8 +161,8 @@ def parse_by_section(md: MarkdownIt, text: str) -> list[Token]:
             if len(_SECTIONS) >= SECTIONS_KEPT:
                 _SECTIONS.clear()
             found = _SECTIONS[key] = md.parse(section)
-        tokens += found if not first else [t.copy(map=[t.map[0] + first, t.map[1] + first]) if t.map else t
-                                           for t in found]
+        tokens += found if not (first and lines) else [t.copy(map=[t.map[0] + first, t.map[1] + first]) if t.map
+                                                       else t for t in found]
     return tokens
 
 

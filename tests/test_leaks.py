@@ -114,3 +114,10 @@ def test_many_fingerprints_find_what_a_plain_search_finds():
     planted = prints[:1000] + [Fingerprint("late", text[40_000:40_020]), Fingerprint("short", text[7:12])]
     planted = prints[1000:] + planted + [Fingerprint("first", text[100:130])]   # order decides which is named
     assert scan_files({"index.md": text.encode()}, planted, "b") == ["b/index.md: contains answer-only material from late"]
+
+
+def test_normalising_line_by_line_is_normalising_the_whole():
+    from generator.leaks import normalise, normalise_lines
+    texts = ["ΣΑΣ\nΣ", "a\r\nb", "Ǆ\u0301\nx", "ﬁ\nİ\n\u0345x", "e\n\u0301", "x \t\n\u3000y", "ＡＢＣ “q” **b**\n# h"]
+    for text in texts + [text * 2 for text in texts]:
+        assert normalise_lines(text) == normalise(text), repr(text)
