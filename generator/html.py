@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import json
 import re
+import threading
 import unicodedata
 from functools import lru_cache
 from html import escape
@@ -140,8 +141,8 @@ def page_labels(ui, text) -> dict[str, str]:
 
 # --- markdown ----------------------------------------------------------------------------------
 
-class _Failures:
-    """The formulas of the page being rendered that do not convert (one page at a time)."""
+class _Failures(threading.local):
+    """The formulas of the page being rendered that do not convert (one page at a time per thread)."""
 
     current: list[str] = []
 
