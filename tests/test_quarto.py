@@ -446,3 +446,21 @@ def test_a_full_build_writes_one_project_per_locale_marked_for_instructors(built
         assert manifest["verification"] == {"holds_answers": True, "lessons": {lesson: "verified" for lesson in published}}
         with zipfile.ZipFile(io.BytesIO((built / "dist" / name).read_bytes())) as archive:
             assert all(i.date_time == (1980, 1, 1, 0, 0, 0) for i in archive.infolist())
+
+
+def test_a_build_scans_each_lesson_folder_as_it_makes_it(course, tmp_path):
+    """quarto_lesson (a build's worker) finds what project_leaks would: here a template that prints
+    a reference answer outside the answer profile's blocks."""
+    from generator.quarto import quarto_lesson
+    content, groups = course
+    lesson = content.lessons["lesson03_relu"]
+    packs = {edition: pack for edition, (_, pack) in groups[("lesson03_relu", "en")].items()}
+    assert quarto_lesson(content, lesson, "en", packs, None, jinja_env(REPO / "templates")).leaks == []
+    templates = tmp_path / "templates"
+    shutil.copytree(REPO / "templates", templates)
+    page = templates / "quarto" / "lesson.qmd.j2"
+    page.write_text(page.read_text(encoding="utf-8") + "\n{{ text.questions.q2.answer }}\n", encoding="utf-8")
+    made = quarto_lesson(content, lesson, "en", packs, None, jinja_env(templates))
+    assert made.leaks and all("questions.q2.answer" in leak and "outside the answer profile" in leak
+                              for leak in made.leaks), made.leaks
+    assert [entry.name for entry, _ in made.entries][:1] == ["lesson03_relu/answer/check.py"]
