@@ -264,3 +264,8 @@ def test_a_file_that_loses_its_worker_on_some_inputs_runs_every_case(rt):
     assert "not_run" not in {r["status"] for r in results.values()}
     sup, ids, tried = _losing_supervisor(rt, dict.fromkeys(["n1", "n2", "n3", "n4", "b0"], "crash"))
     assert "not_run" not in {r["status"] for r in sup.run(ids).values()} and tried == ids   # n0 passed
+
+
+def test_a_lesson_with_one_question_names_q1_alone(rt):
+    rt.LESSON["messages"]["question_span"] = "Q1-Q{count}"
+    assert rt.question_names(1, rt.msg) == "Q1" and rt.question_names(3, rt.msg) == "Q1-Q3"

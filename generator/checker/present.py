@@ -156,10 +156,16 @@ def render_report(ev):
                       boundary=points["boundary"], boundary_total=rubric["boundary"]),
               "       " + msg("score_graded", explanation=rubric["explanation"],
                               questions=rubric["per_question"] * len(LESSON["questions"]),
+                              question_names=question_names(len(LESSON["questions"]), msg),
                               count=len(LESSON["questions"]))]
     failed = [c for c in LESSON["cases"] if ev.results.get(c["id"], {}).get("status") not in ("pass", "skip")]
     lines.append(msg("next_fix") if failed else msg("next_submit"))
     return lines, "fail" if failed else "pass"
+
+
+def question_names(count, text):
+    """The questions a rubric line names: "Q1", or the span ("Q1-Q3") in the language's words."""
+    return "Q1" if count == 1 else text("question_span", count=count)
 
 
 def flag_lines(flags):

@@ -33,7 +33,7 @@ class GradeError(CoursepackError):
 
 # Every text of grading, per language (content/locales/<locale>.yaml, `grade:`).
 TEXT_KEYS = (
-    "feedback_title", "student", "status", "points", "points_value", "graded_on", "graded_env", "sandbox",
+    "feedback_title", "student", "status", "points", "points_value", "question_span", "graded_on", "graded_env", "sandbox",
     "sandbox_on", "sandbox_off", "interpreter_note", "graded_file", "output_heading", "notes_heading",
     "status_graded", "status_no_submission", "status_unreadable", "status_crashed", "status_timed_out",
     "status_sandbox_violation",
