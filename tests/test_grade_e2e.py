@@ -208,6 +208,21 @@ def test_grading_again_runs_only_what_is_new(graded, tmp_path):
     assert before != (tmp / "out" / "grades.csv").read_text(encoding="utf-8")
 
 
+def test_several_trusted_processes_grade_as_one_does(graded, tmp_path):
+    """-j 8 deals the class to two trusted processes (a task folder each); the rows are the same
+    (a late submission added by the test before, where it ran first, is graded too)."""
+    import dataclasses
+    tmp, options, first, _ = graded
+    progress = []
+    again = dataclasses.replace(options, out=tmp_path / "out", build=tmp_path / "build", jobs=8)
+    outcome = grade(again, progress=progress.append)
+    assert outcome.ran >= first.ran and any("2 task(s), 4 at once in each, 2 at once" in line for line in progress)
+    keep = ("status", "points_automatic", "failed_cases", "flags", "locale")
+    one, two = rows_of(tmp / "out" / "grades.csv"), rows_of(tmp_path / "out" / "grades.csv")
+    assert {s: [r[k] for k in keep] for s, r in one.items() if s != "late"} == \
+           {s: [r[k] for k in keep] for s, r in two.items() if s != "late"}
+
+
 def test_the_command_line_in_english(graded, tmp_path, capsys):
     tmp, options, _, _ = graded
     code = main(["grade", str(options.submissions / "where_gt.py"), "--lesson", "lesson03_relu", "--content",
