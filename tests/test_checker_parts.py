@@ -269,3 +269,11 @@ def test_a_file_that_loses_its_worker_on_some_inputs_runs_every_case(rt):
 def test_a_lesson_with_one_question_names_q1_alone(rt):
     rt.LESSON["messages"]["question_span"] = "Q1-Q{count}"
     assert rt.question_names(1, rt.msg) == "Q1" and rt.question_names(3, rt.msg) == "Q1-Q3"
+
+
+def test_the_same_attempt_from_the_same_line_is_one_note(rt):
+    rt.LESSON["messages"].update({"flag_event": "tried {kind} (line {line}: {detail})", "event_process": "a process"})
+    fork = {"kind": "process", "event": "os.fork", "line": "7", "detail": "os.fork()"}
+    kill = {"kind": "signal", "event": "os.kill", "line": "9", "detail": ""}
+    lines = rt.flag_lines({"events": [fork] * 49 + [kill]})
+    assert lines == ["", "tried a process (line 7: os.fork()) (×49)", "tried signal (line 9: os.kill)"]

@@ -179,9 +179,13 @@ def flag_lines(flags):
         lines.append(msg("flag_patched", names=", ".join(flags["patched"])))
     if flags.get("inputs_modified"):
         lines.append(msg("flag_inputs_modified", cases=", ".join(flags["inputs_modified"])))
+    seen = {}   # the same attempt from the same line (a loop of forks, of kills) once, with its count
     for event in flags.get("events") or []:
-        lines.append(msg("flag_event", kind=msg("event_" + event["kind"]) if "event_" + event["kind"] in LESSON["messages"]
-                         else event["kind"], line=event["line"], detail=event["detail"] or event["event"]))
+        key = (event["kind"], event["line"], event["detail"] or event["event"])
+        seen[key] = seen.get(key, 0) + 1
+    for (kind, line, detail), count in seen.items():
+        lines.append(msg("flag_event", kind=msg("event_" + kind) if "event_" + kind in LESSON["messages"] else kind,
+                         line=line, detail=detail) + (f" (×{count})" if count > 1 else ""))
     if flags.get("protocol"):
         lines.append(msg("flag_protocol", text=flags["protocol"][0]))
     return [""] + lines if lines else []
