@@ -272,7 +272,8 @@ def test_a_lesson_with_one_question_names_q1_alone(rt):
 
 
 def test_the_same_attempt_from_the_same_line_is_one_note(rt):
-    rt.LESSON["messages"].update({"flag_event": "tried {kind} (line {line}: {detail})", "event_process": "a process"})
+    rt.LESSON["messages"].update({"flag_event": "tried {kind} (line {line}: {detail})", "event_process": "a process",
+                                  "event_times": " (×{count})"})
     fork = {"kind": "process", "event": "os.fork", "line": "7", "detail": "os.fork()"}
     kill = {"kind": "signal", "event": "os.kill", "line": "9", "detail": ""}
     lines = rt.flag_lines({"events": [fork] * 49 + [kill]})

@@ -185,7 +185,7 @@ def flag_lines(flags):
         seen[key] = seen.get(key, 0) + 1
     for (kind, line, detail), count in seen.items():
         lines.append(msg("flag_event", kind=msg("event_" + kind) if "event_" + kind in LESSON["messages"] else kind,
-                         line=line, detail=detail) + (f" (×{count})" if count > 1 else ""))
+                         line=line, detail=detail) + (msg("event_times", count=count) if count > 1 else ""))
     if flags.get("protocol"):
         lines.append(msg("flag_protocol", text=flags["protocol"][0]))
     return [""] + lines if lines else []
