@@ -52,8 +52,15 @@ LINES_KEPT = 1 << 16
 
 
 def forget_lines() -> None:
-    """Let go of the kept lines (a build does before each lesson x locale; see markdown.forget_sections)."""
+    """Let go of the kept lines (a build does before each lesson x locale; see markdown.forget_sections),
+    but the checker's own: its generic code is the same in every check.py of every course."""
     _LINES.clear()
+    _LINES.update(_checker_lines())
+
+
+@lru_cache(maxsize=1)
+def _checker_lines() -> dict[str, str]:
+    return {line: normalise(line) for line in joined().split("\n")}
 
 
 def normalise_lines(text: str) -> str:
