@@ -1,9 +1,12 @@
 """How many CUDA contexts one GPU starts per second: N processes forked at once from one that has
 imported torch (as the checker's worker factory forks its workers), each starting CUDA and
 allocating one tensor. A graded submission runs in a fresh worker, so this bounds how many
-submissions one GPU can grade per second, whatever the CPU count.
+submissions one GPU can grade per second, whatever the CPU count. With the driver's defaults it
+measures eight hardware queues a context; the checker's workers start with one
+(worker.start_cuda), which the environment gives these processes too:
 
     python bench/cuda_context_bench.py [N ...]      default 1 1 4 8 16 32
+    CUDA_DEVICE_MAX_CONNECTIONS=1 python bench/cuda_context_bench.py 16     as the workers start
 
 Prints, per N: each process's time to a working context (median, max), the batch's wall time and
 contexts per second. Needs a CUDA GPU (Linux: fork). Never fails on time.

@@ -88,7 +88,7 @@ def fingerprints(lesson: Lesson, locale: str) -> list[Fingerprint]:
     for extra in lesson.spec.files:
         if extra.edition == "answer":
             secrets[f"answer-only file {extra.name}"] = [lesson.files[extra.name].decode("utf-8")]
-    allowed = normalise(_public_text(lesson, locale)) + _checker_words()
+    allowed = normalise(_public_text(lesson, locale)) + normalise_lines(joined())
     prints = [Fingerprint("blank fill", normalise(lesson.solution.fill))]
     for source, pieces in secrets.items():
         for piece in pieces:
@@ -97,12 +97,6 @@ def fingerprints(lesson: Lesson, locale: str) -> list[Fingerprint]:
                 if len(norm) >= MIN_CHUNK and norm not in allowed:
                     prints.append(Fingerprint(source, norm))
     return prints
-
-
-@lru_cache(maxsize=1)
-def _checker_words() -> str:
-    """The checker's own code, normalised (public: the same in every pack), computed once."""
-    return normalise(joined())
 
 
 def _public_text(lesson: Lesson, locale: str) -> str:
@@ -116,7 +110,7 @@ def _public_text(lesson: Lesson, locale: str) -> str:
                            lesson.texts[locale].exercise.todo_comment, answer=False)
     # the texts themselves, not their JSON: a line break must stay whitespace (JSON's "\n" would
     # leave an "n" in the normalised text, and a public sentence that wraps would not be found)
-    # and the checker's own code, the same in every pack (its words are not the lesson's)
+    # (the checker's own code, the same in every pack, is public too: fingerprints adds its words)
     return "\n".join(_strings(data)) + "\n" + exercise + "\n"
 
 

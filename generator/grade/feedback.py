@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from generator.checker.present import question_names
 from generator.grade.lesson import GradeLesson, Language
 from generator.grade.pages import code, fenced, html_page, plain
 from generator.grade.rows import Row, device_of, sandbox_of
@@ -58,8 +59,7 @@ def summary_lines(lesson: GradeLesson, row: Row, sandbox: str, markdown: bool = 
             "points_value", got=row.automatic, total=rubric.normal + rubric.boundary, normal=row.points["normal"],
             normal_total=rubric.normal, boundary=row.points["boundary"], boundary_total=rubric.boundary,
             explanation=rubric.explanation, questions=rubric.per_question * len(lesson.spec.questions),
-            question_names="Q1" if len(lesson.spec.questions) == 1 else language.text(
-                "question_span", count=len(lesson.spec.questions)),
+            question_names=question_names(len(lesson.spec.questions), language.text),
             count=len(lesson.spec.questions))))
     if row.submission is not None and row.submission.source:
         items.append((language.text("graded_file"), code(row.submission.source)))
