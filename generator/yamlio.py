@@ -20,9 +20,15 @@ from ruamel.yaml import YAML
 from ruamel.yaml.composer import Composer
 from ruamel.yaml.error import MarkedYAMLError, YAMLError
 from ruamel.yaml.events import AliasEvent
-from ruamel.yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
+from ruamel.yaml.nodes import Node
 
 from generator.errors import ProblemCollector
+
+try:   # libyaml through PyYAML: the same nodes as ruamel's pure-Python composer, ten times faster
+    from yaml import CBaseLoader as _FastLoader   # no implicit types: every scalar stays text anyway
+    from yaml import YAMLError as _FastError
+except ImportError:   # PyYAML without libyaml, or none: ruamel alone
+    _FastLoader = None
 
 MAX_CONTENT_BYTES = 1 << 20
 # C0 controls but newline and tab, DEL and C1 controls: nothing a pack should carry.
@@ -132,11 +138,52 @@ class _AnchorComposer(Composer):
 def _compose(text: str, fold_markers: bool) -> tuple[Node | None, tuple[tuple[str, int, int, int], ...]]:
     """The node tree of a text (the slow part of reading YAML in pure Python) and its reused
     anchors. Kept per text: a process that loads the content again (i18n commands, tests) re-reads
-    only the files that changed. The tree is never modified: _convert only reads it."""
+    only the files that changed. The tree is never modified: _convert only reads it.
+
+    libyaml composes it where it reads the text without complaint and without reused anchors;
+    anything else (a syntax error, an anchor defined twice) is composed again by ruamel, whose
+    messages and marks the problems quote. tests/test_yamlio.py holds the two to the same trees."""
+    if not fold_markers:
+        fast = _fast_compose(text)
+        if fast is not None:
+            return fast, ()
     yaml = YAML(typ="rt" if fold_markers else "safe", pure=True)
     yaml.Composer = _AnchorComposer
     root = yaml.compose(text)
     return root, tuple(yaml.composer.reused)
+
+
+def _fast_compose(text: str) -> Node | None:
+    """libyaml's node tree of text (plain scalars' style None, as ruamel's), or None where libyaml
+    is missing or finds anything to say about the text."""
+    if _FastLoader is None:
+        return None
+    loader = _FastLoader(text)
+    try:
+        root = loader.get_single_node()
+    except _FastError:
+        return None
+    finally:
+        loader.dispose()
+    _plain_style_none(root)
+    return root
+
+
+def _plain_style_none(root) -> None:
+    stack = [root] if root is not None else []
+    seen = set()
+    while stack:
+        node = stack.pop()
+        if id(node) in seen:   # an alias: the same node again
+            continue
+        seen.add(id(node))
+        if node.id == "scalar":
+            if node.style == "":
+                node.style = None
+        elif node.id == "sequence":
+            stack.extend(node.value)
+        else:
+            stack.extend(part for pair in node.value for part in pair)
 
 
 def _mark(node: Node) -> tuple[int, int]:
@@ -145,7 +192,7 @@ def _mark(node: Node) -> tuple[int, int]:
 
 def _convert(node: Node, keypath: KeyPath, doc: YamlDoc, problems: ProblemCollector) -> Any:
     doc.value_pos[keypath] = _mark(node)
-    if isinstance(node, ScalarNode):
+    if node.id == "scalar":
         if node.style is None and node.value in NULL_WORDS:
             return None
         bad = CONTROL.search(node.value)
@@ -154,12 +201,12 @@ def _convert(node: Node, keypath: KeyPath, doc: YamlDoc, problems: ProblemCollec
             problems.add(doc.path, f"control character U+{ord(bad.group()):04X} in a text value "
                          "(an escape such as \\a or \\x1b in quotes); remove it", _dotted(keypath), line, column)
         return node.value
-    if isinstance(node, SequenceNode):
+    if node.id == "sequence":
         return [_convert(item, keypath + (i,), doc, problems) for i, item in enumerate(node.value)]
-    if isinstance(node, MappingNode):
+    if node.id == "mapping":
         result: dict[str, Any] = {}
         for key_node, value_node in node.value:
-            if not isinstance(key_node, ScalarNode):
+            if key_node.id != "scalar":
                 line, column = _mark(key_node)
                 problems.add(doc.path, "keys must be plain text", _dotted(keypath), line, column)
                 continue

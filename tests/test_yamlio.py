@@ -111,3 +111,77 @@ def test_control_characters_from_escapes_are_located(tmp_path, escape):
     _, problems = load(tmp_path, f'ok: "tab\\tand\\nnewline"\nbad:\n  - "x{escape}y"\n')
     assert len(problems) == 1
     assert problems[0].startswith("x.yaml:3:5: bad.0: control character U+")
+
+
+# libyaml (through PyYAML) composes the node tree where it reads a text without complaint; ruamel's
+# pure-Python composer where it complains. The two must give the same data and positions.
+SAME_EITHER_WAY = {
+    "folded": "a: >\n  one\n  two\n\n  three\n    indented\n  four\nb: >-\n  x\n  y\n\nc: >+\n  keep\n\n\nd: x\n",
+    "literal": "a: |\n  one\n   two\n\n  three\nb: |-\n  x\nc: |+\n  y\n\n\nd: |2\n    lead\n",
+    "quoted": "a: \"tab\\there \\u4e2d \\x41 \\/ \\\\ \\\" \\N \\_\"\nb: 'it''s'\nc: \"multi\n  line\n\n  para\"\n",
+    "plain": "a: multi\n  line plain\n  scalar\nb: 1e3\nc: no\nd: ~\nf: null\ng: \"null\"\n",
+    "flow": "a: [1, \"two\", {x: y, z: [w]}]\nb: {k: v, \"q\": 'r'}\nc: []\nd: {}\n",
+    "cjk": "标题: 中文内容，带有全角标点：冒号\n列表:\n  - 第一\n  - \"第二 中\"\n  - [甲, 乙丙]\n",
+    "aliases": "a: &x {k: v}\nb: *x\nc: &y [1, 2]\nd: *y\ne:\n  <<: *x\n  y: 2\n",
+    "comments": "# c\na: 1 # trailing\n# between\nb:\n  # inner\n  - x # y\n",
+    "markers": "%YAML 1.2\n---\na: 1\n...\n",
+    "crlf": "a: 1\r\nb: |\r\n  x\r\n  y\r\n",
+    "bom": "\ufeffa: 1\n",
+    "tags": "a: !!str 123\nb: !custom x\n",
+    "nested": "a:\n  b:\n    c:\n      - d: 1\n        e: [f]\n",
+    "key questions": "? a\n: b\n? [c, d]\n: e\n",
+    "duplicate key": "a: 1\nb: 2\na: 3\n",
+    "controls": "a: \"\\a bell\"\nb: x\u0085y\n",
+    "scalar root": "just text\n",
+}
+
+
+def _both_ways(tmp_path: Path, text: str, monkeypatch) -> tuple:
+    import generator.yamlio as yamlio
+    results = []
+    for fast in (True, False):
+        with monkeypatch.context() as patch:
+            if not fast:
+                patch.setattr(yamlio, "_FastLoader", None)
+            yamlio._compose.cache_clear()
+            doc, problems = load(tmp_path, text)
+        results.append((doc and doc.data, doc and doc.value_pos, doc and doc.key_pos, problems))
+    yamlio._compose.cache_clear()
+    return tuple(results)
+
+
+@pytest.mark.parametrize("name", sorted(SAME_EITHER_WAY))
+def test_libyaml_and_ruamel_compose_the_same(tmp_path, monkeypatch, name):
+    fast, pure = _both_ways(tmp_path, SAME_EITHER_WAY[name], monkeypatch)
+    assert fast == pure
+
+
+def test_every_content_file_composes_the_same_either_way(tmp_path, monkeypatch):
+    root = Path(__file__).resolve().parent.parent / "content"
+    files = sorted(root.rglob("*.yaml"))
+    assert len(files) > 10
+    for path in files:
+        fast, pure = _both_ways(tmp_path, path.read_text(encoding="utf-8"), monkeypatch)
+        assert fast == pure, path
+
+
+def test_content_is_composed_by_libyaml(tmp_path):
+    from generator.yamlio import _fast_compose
+    assert _fast_compose("a: [b, {c: d}]\n") is not None, "PyYAML with libyaml is in requirements/lock.txt"
+    assert _fast_compose("a: [b\n") is None   # a syntax error: ruamel composes it again, for its message
+    assert _fast_compose("a: &x 1\nb: &x 2\n") is None   # an anchor defined twice: ruamel's composer notes it
+
+
+@pytest.mark.parametrize("text", ["a: [1, 2\nb: 3\n", "a: b: c\n", "a: *nope\n", "a:\n\t- x\n"])
+def test_syntax_errors_read_as_ruamel_words_them(tmp_path, monkeypatch, text):
+    fast, pure = _both_ways(tmp_path, text, monkeypatch)
+    assert fast == pure and fast[3] and fast[3][0].startswith("x.yaml:")
+
+
+def test_where_the_two_differ(tmp_path, monkeypatch):
+    """libyaml places an empty value after its key's colon (ruamel: at the next line), and reads a
+    tab inside a plain value as the text YAML 1.2 says it is (ruamel refuses it)."""
+    fast, pure = _both_ways(tmp_path, "a:\nb: x\n", monkeypatch)
+    assert fast[1][("a",)] == (1, 3) and pure[1][("a",)] == (2, 1)
+    fast, pure = _both_ways(tmp_path, "a: x\tb\n", monkeypatch)
+    assert fast[0] == {"a": "x\tb"} and pure[0] is None
