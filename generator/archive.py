@@ -61,7 +61,25 @@ class Entry:
 
     @classmethod
     def of(cls, name: str, data: bytes) -> "Entry":
-        return cls(safe_entry(name), deflate(data), zlib.crc32(data), len(data))
+        crc = zlib.crc32(data)
+        key = (len(data), crc)   # not the bytes themselves: hashing a 3.6 MB page costs as much as its CRC
+        found = _DEFLATED.get(key)
+        if found is None or found[0] != data:
+            if len(_DEFLATED) >= DEFLATED_KEPT:
+                _DEFLATED.clear()
+            found = _DEFLATED[key] = (data, deflate(data))
+        return cls(safe_entry(name), found[1], crc, len(data))
+
+
+_DEFLATED: dict[tuple[int, int], tuple[bytes, bytes]] = {}   # (size, crc32) -> (the bytes, deflated)
+DEFLATED_KEPT = 256
+
+
+def forget_deflated() -> None:
+    """Let go of the files deflated so far. A lesson's zip, its course-bundle folder and its Quarto
+    folder hold many of the same files (check.py, the kernel, bench.py), deflated once; a build
+    calls this before each lesson x locale, as markdown.forget_sections."""
+    _DEFLATED.clear()
 
 
 class ZipWriter:

@@ -27,10 +27,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-from generator.archive import recover_dir, replace_dir, zip_pack
+from generator.archive import forget_deflated, recover_dir, replace_dir, zip_pack
 from generator.errors import CoursepackError, VerificationError
 from generator.translate import release_gate
 from generator.leaks import LeakError, fingerprints, forget_lines, scan_bundle, scan_files, scan_pack_zip
+from generator.leaks import prepare as prepare_leak_scan
 from generator.loader import CourseContent, Lesson, load_content
 from generator.pack import EDITIONS, Edition, Pack
 from generator.pairing import edition_drift
@@ -38,6 +39,7 @@ from generator.render import LessonContext, checker_data, finalize_pack, jinja_e
 from generator.report import report_data, write_reports
 from generator import verify as V
 from generator.bundle import CourseBundle, LessonFolder, lesson_folder
+from generator.html import mermaid_file
 from generator.markdown import forget_sections
 from generator.quarto import QuartoLesson, QuartoWriter, project_leaks, quarto_lesson
 from generator.cache import BuildCache, read_json, write_json
@@ -98,12 +100,13 @@ def selected(content: CourseContent, options: BuildOptions) -> list[tuple[Lesson
 
 
 def render_lesson(content: CourseContent, lesson: Lesson, locale: str, env, page: bool = True,
-                  bundle: bool = False) -> Editions:
-    """Both editions of one lesson x locale (page, bundle: see render_pack and LessonContext)."""
+                  bundle: bool = False, alone: Editions | None = None) -> Editions:
+    """Both editions of one lesson x locale (page, bundle: see render_pack and LessonContext; alone:
+    for bundle=True, the editions rendered for their own zips)."""
     editions = {}
     for edition in EDITIONS:
         ctx = LessonContext(content, lesson, locale, edition, bundle=bundle)
-        editions[edition] = (ctx, render_pack(ctx, env, page))
+        editions[edition] = (ctx, render_pack(ctx, env, page, alone[edition][1] if alone else None))
     return editions
 
 
@@ -283,32 +286,28 @@ def _release(content: CourseContent, options: BuildOptions, env, records: dict, 
         lesson, locale = items[index]
         return _release_lesson(content, env, lesson, locale, records.get((lesson.spec.id, locale)), hashes, bool(bundles))
 
+    if bundles:   # what this process needs for the bundles, made before the workers fork: they inherit it
+        mermaid_file()
+        prepare_leak_scan()
     try:
         for (lesson, locale), done in zip(items, in_processes(release, len(items), options.jobs)):
-            for name, data in done.zips.items():   # written here only: a build killed writes nothing more
+            for name, (data, digest) in done.zips.items():   # written here only: a build killed writes nothing more
                 (staging / name).write_bytes(data)
-                result.zips[name] = hashlib.sha256(data).hexdigest()
+                result.zips[name] = digest
             problems += done.problems
             prints[locale][lesson.spec.id] = done.prints
             for edition, folder in done.folders.items():
                 bundles[(locale, edition)].add(folder)
             if projects:
                 projects[locale].add(done.quarto)
-        for (locale, edition), bundle in bundles.items():
-            entries = bundle.finish()   # read back and checked as it is scanned
-            label = f"{bundle.name}.zip"
-            if edition == "exercise":
-                problems += scan_bundle(bundle.path, entries, prints[locale], label)
-            else:
-                for _ in entries:
-                    pass
-            result.zips[label] = _sha256(bundle.path)
+        checks = [_bundle_check(bundle, edition, prints[locale]) for (locale, edition), bundle in bundles.items()]
         for locale, project in projects.items():
             project.finish()
-            label = project.path.name
-            problems += project_leaks(content, locale, project.path, label, prints[locale],   # its exercise profile:
-                                      frozenset(prints[locale]))   # the top files (the lessons' were scanned as made)
-            result.zips[label] = _sha256(project.path)
+            checks.append(_project_check(content, locale, project.path, prints[locale]))
+        for label, (found, digest) in zip([label for label, _ in checks],
+                                          in_processes(lambda i: checks[i][1](), len(checks), options.jobs)):
+            problems += found
+            result.zips[label] = digest
     finally:
         for bundle in bundles.values():
             bundle.close()
@@ -318,11 +317,36 @@ def _release(content: CourseContent, options: BuildOptions, env, records: dict, 
         raise LeakError(LEAKS + "\n".join(problems))
 
 
+def _bundle_check(bundle: CourseBundle, edition: str, prints: dict[str, list]) -> tuple[str, Callable]:
+    """(the bundle's zip name, the check of it): finished here; read back, checked against its
+    manifest and (an exercise bundle) scanned by the check, which returns (problems, sha256)."""
+    entries = bundle.finish()
+    label = f"{bundle.name}.zip"
+
+    def check() -> tuple[list[str], str]:
+        if edition == "exercise":
+            found = scan_bundle(bundle.path, entries, prints, label)
+        else:
+            found = []
+            for _ in entries:
+                pass
+        return found, _sha256(bundle.path)
+    return label, check
+
+
+def _project_check(content: CourseContent, locale: str, path: Path, prints: dict[str, list]) -> tuple[str, Callable]:
+    """The same for a finished Quarto project: its exercise profile's top files scanned (the
+    lessons' folders were scanned as they were made)."""
+    def check() -> tuple[list[str], str]:
+        return project_leaks(content, locale, path, path.name, prints, frozenset(prints)), _sha256(path)
+    return path.name, check
+
+
 @dataclass
 class _Released:
     """A lesson x locale released, for the build process to write down."""
 
-    zips: dict[str, bytes]                # its zips by name
+    zips: dict[str, tuple[bytes, str]]    # its zips by name, with their sha256
     problems: list[str]                   # leaks and drift found
     prints: list                          # the lesson's answer material (leaks.Fingerprint), for its bundle
     folders: dict[str, LessonFolder]      # by edition: its folder in the course bundles, deflated
@@ -333,6 +357,7 @@ def _release_lesson(content: CourseContent, env, lesson: Lesson, locale: str, re
                     hashes: dict | None, bundles: bool) -> _Released:
     forget_sections()   # what a lesson's documents share is kept for this lesson only
     forget_lines()
+    forget_deflated()
     if hashes is None:
         editions, problems = checked_lesson(content, lesson, locale, env, page=False)
     else:   # rendered again for its zips: the packs that were verified, or an error
@@ -348,13 +373,13 @@ def _release_lesson(content: CourseContent, env, lesson: Lesson, locale: str, re
         data = zip_pack(final)
         if edition == "exercise":
             problems += scan_pack_zip(final, data, prints, final.name + ".zip")
-        zips[f"{final.name}.zip"] = data
+        zips[f"{final.name}.zip"] = (data, hashlib.sha256(data).hexdigest())
     folders, quarto = {}, None
     if bundles:
         quarto = quarto_lesson(content, lesson, locale, {edition: pack for edition, (_, pack) in editions.items()},
                                record, env, prints)
         problems += quarto.leaks
-        for edition, (ctx, pack) in render_lesson(content, lesson, locale, env, bundle=True).items():
+        for edition, (ctx, pack) in render_lesson(content, lesson, locale, env, bundle=True, alone=editions).items():
             final = finalize_pack(ctx, env, pack, record)
             folders[edition] = lesson_folder(final, record is not None)
             if edition == "exercise":   # its bundle scans the rest; its files are these (it checks their sha256)

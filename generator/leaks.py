@@ -53,14 +53,24 @@ LINES_KEPT = 1 << 16
 
 def forget_lines() -> None:
     """Let go of the kept lines (a build does before each lesson x locale; see markdown.forget_sections),
-    but the checker's own: its generic code is the same in every check.py of every course."""
+    but the checker's own (_checker_lines): its generic code is the same in every check.py of every course."""
     _LINES.clear()
-    _LINES.update(_checker_lines())
 
 
 @lru_cache(maxsize=1)
 def _checker_lines() -> dict[str, str]:
     return {line: normalise(line) for line in joined().split("\n")}
+
+
+@lru_cache(maxsize=1)
+def _checker_words() -> str:
+    return normalise_lines(joined())
+
+
+def prepare() -> None:
+    """Normalise the checker's own words now: a build does before it forks the workers that scan
+    (they inherit them) and scans the course bundles itself."""
+    _checker_words()
 
 
 def normalise_lines(text: str) -> str:
@@ -70,11 +80,14 @@ def normalise_lines(text: str) -> str:
     them, and most of their lines are the same."""
     if len(_LINES) > LINES_KEPT:
         _LINES.clear()
+    kept, checker = _LINES, _checker_lines()
     out = []
     for line in text.split("\n"):
-        found = _LINES.get(line)
+        found = checker.get(line)
         if found is None:
-            found = _LINES[line] = normalise(line)
+            found = kept.get(line)
+            if found is None:
+                found = kept[line] = normalise(line)
         out.append(found)
     return "".join(out)
 
@@ -88,7 +101,7 @@ def fingerprints(lesson: Lesson, locale: str) -> list[Fingerprint]:
     for extra in lesson.spec.files:
         if extra.edition == "answer":
             secrets[f"answer-only file {extra.name}"] = [lesson.files[extra.name].decode("utf-8")]
-    allowed = normalise(_public_text(lesson, locale)) + normalise_lines(joined())
+    allowed = normalise(_public_text(lesson, locale)) + _checker_words()
     prints = [Fingerprint("blank fill", normalise(lesson.solution.fill))]
     for source, pieces in secrets.items():
         for piece in pieces:
@@ -116,22 +129,32 @@ def _public_text(lesson: Lesson, locale: str) -> str:
 
 def scan_files(files: dict[str, bytes], prints: list[Fingerprint], label: str) -> list[str]:
     """Every leak found in a set of files, as readable lines."""
-    key = tuple(prints)
+    key = _Prints(prints)
     return [f"{label}/{where}: contains answer-only material from {source}"
             for name, data in sorted(files.items()) for where, source in _scan_file(name, data, key)]
+
+
+class _Prints(tuple):
+    """Fingerprints with a digest of them, computed once, for _SCANNED's keys (a tuple of
+    dataclasses hashes and compares every fingerprint at every look-up)."""
+
+    def __new__(cls, prints: Iterable[Fingerprint]):
+        self = super().__new__(cls, prints)
+        self.digest = hashlib.sha256("\0".join(f"{fp.source}\1{fp.text}" for fp in self).encode()).digest()
+        return self
 
 
 _SCANNED: dict[tuple, list[tuple[str, str]]] = {}
 
 
-def _scan_file(name: str, data: bytes, prints: tuple[Fingerprint, ...]) -> list[tuple[str, str]]:
+def _scan_file(name: str, data: bytes, prints: _Prints) -> list[tuple[str, str]]:
     """(view, source of the first fingerprint found in it) for each view of one file that leaks.
     Kept by content and kind in this process: a build scans the same file in a lesson's zip, in
     its course bundle and, before verification, rendered."""
     kind = next((suffix for suffix in (".ipynb", ".html", ".js") if name.endswith(suffix)), "")
     if kind in (".html", ".js"):   # the vendored mermaid is pinned by its sha256: not lesson material
         data = strip_vendored(data)
-    key = (kind, hashlib.sha256(data).digest(), prints)
+    key = (kind, hashlib.sha256(data).digest(), prints.digest)
     if key not in _SCANNED:
         if len(_SCANNED) > 4096:
             _SCANNED.clear()

@@ -20,6 +20,8 @@ class Pack:
     locale: str
     edition: Edition
     files: dict[str, bytes] = field(default_factory=dict)
+    cells: list = field(default_factory=list, compare=False, repr=False)   # lesson.ipynb's (markdown.Cell), as rendered:
+    # finalize_pack fills in the measured values and builds the notebook from them, not from its JSON
 
     @property
     def name(self) -> str:

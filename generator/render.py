@@ -17,9 +17,9 @@ from generator.codegen import blank_index, render_code
 from generator.errors import CoursepackError
 from generator.html import pack_page
 from generator.loader import CourseContent, Lesson
-from generator.markdown import check_markdown, parse, split_cells
+from generator.markdown import Cell, check_markdown, parse, split_cells
 from generator.model import LessonText, Locale, Mistake
-from generator.notebook import append_markdown_cell, build_notebook, map_markdown
+from generator.notebook import build_notebook
 from generator.pack import Edition, Pack, manifest
 
 MIN_TORCH, MIN_TRITON = "2.11", "3.6"
@@ -106,17 +106,19 @@ def located_template_error(exc: jinja2.TemplateError, templates: Path) -> Render
     return RenderError(f"{name}:{line}: {kind}: {exc.message or exc}")
 
 
-def render_pack(ctx: LessonContext, env: jinja2.Environment, page: bool = True) -> Pack:
+def render_pack(ctx: LessonContext, env: jinja2.Environment, page: bool = True, alone: Pack | None = None) -> Pack:
     """Every file of a pack except those written after verification (README, manifest). page: with
     an early lesson.html, for the leak scan and the formula errors before verification (a pack that
-    finalize_pack finishes at once, or a course bundle's, gets its page there)."""
+    finalize_pack finishes at once, or a course bundle's, gets its page there). alone: for a course
+    bundle's pack, the same lesson, locale and edition rendered for its own zip, whose check.py it
+    takes (the checker's data names no other lesson)."""
     try:
-        return _render_pack(ctx, env, page and not ctx.bundle)
+        return _render_pack(ctx, env, page and not ctx.bundle, alone)
     except jinja2.TemplateError as exc:
         raise located_template_error(exc, Path(env.loader.searchpath[0])) from exc
 
 
-def _render_pack(ctx: LessonContext, env: jinja2.Environment, page: bool) -> Pack:
+def _render_pack(ctx: LessonContext, env: jinja2.Environment, page: bool, alone: Pack | None = None) -> Pack:
     spec = ctx.lesson.spec
     pack = Pack(spec.id, ctx.locale, ctx.edition)
     code = ctx.code()
@@ -128,7 +130,8 @@ def _render_pack(ctx: LessonContext, env: jinja2.Environment, page: bool) -> Pac
     if page:
         pack.files["lesson.html"] = pack_page(ctx, env, lesson_md, None)   # rendered again when final
     pack.files["lesson.ipynb"] = build_notebook(cells, ctx.locale, ctx.heading)
-    pack.files["check.py"] = checker_source(ctx).encode()
+    pack.cells = cells
+    pack.files["check.py"] = alone.files["check.py"] if alone is not None else checker_source(ctx).encode()
     for extra in spec.files:
         if extra.edition == "both" or ctx.answer:
             pack.files[extra.name] = ctx.lesson.files[extra.name]
@@ -253,13 +256,15 @@ def _finalize_pack(ctx: LessonContext, env: jinja2.Environment, pack: Pack, veri
     for name in ("lesson.md", "README.md"):
         files[name] = fill_measured(files[name].decode(), values, ui.pack.measured_placeholder,
                                     f"{pack.name}/{name}").encode()
-    files["lesson.ipynb"] = map_markdown(files["lesson.ipynb"], lambda text: fill_measured(
-        text, values, ui.pack.measured_placeholder, f"{pack.name}/lesson.ipynb"))
+    cells = [Cell(cell.kind, fill_measured(cell.source, values, ui.pack.measured_placeholder,
+                                           f"{pack.name}/lesson.ipynb"), cell.role) if cell.kind == "markdown" else cell
+             for cell in pack.cells]
     measured = _measured_section(ctx, verification) if ctx.answer else ""
     if measured:
         files["README.md"] += ("\n" + measured).encode()
         files["lesson.md"] += ("\n" + measured).encode()
-        files["lesson.ipynb"] = append_markdown_cell(files["lesson.ipynb"], measured)
+        cells.append(Cell("markdown", measured.strip("\n"), "measured"))
+    files["lesson.ipynb"] = build_notebook(cells, ctx.locale, ctx.heading)
     files["lesson.html"] = pack_page(ctx, env, files["lesson.md"].decode(),
                                      (verification or {}).get("bench") if ctx.answer else None)
     if ctx.answer and verification is not None:

@@ -278,3 +278,13 @@ def test_the_same_attempt_from_the_same_line_is_one_note(rt):
     kill = {"kind": "signal", "event": "os.kill", "line": "9", "detail": ""}
     lines = rt.flag_lines({"events": [fork] * 49 + [kill]})
     assert lines == ["", "tried a process (line 7: os.fork()) (×49)", "tried signal (line 9: os.kill)"]
+
+
+def test_import_lines_are_cut_as_ast_cuts_them():
+    import ast
+
+    from generator.checker.join import _segment
+    source = "import os  # noqa\nfrom a import (b,\n    c)  # note\nimport é as f; x = 1\n"
+    lines = source.splitlines(keepends=True)
+    for node in ast.parse(source).body:
+        assert _segment(lines, node) == ast.get_source_segment(source, node)

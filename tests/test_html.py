@@ -370,3 +370,24 @@ def test_answer_page_charts_the_bench_and_the_exercise_page_does_not(rendered):
 def test_page_is_not_part_of_the_verified_files(rendered):
     ctx, pack = next(iter(rendered.values()))["answer"]
     assert "lesson.html" in pack.files and "lesson.html" not in pack.verified_files()
+
+
+def test_the_answer_notebook_holds_the_measured_values_and_section(rendered):
+    """finalize_pack builds the notebook from the rendered cells: each [[measured:NAME]] filled, and
+    the measured tables as the last cell, as in lesson.md."""
+    from generator.render import finalize_pack
+    ctx, answer = rendered[("lesson03_relu", "en")]["answer"]
+    names = sorted(set(re.findall(r"\[\[measured:(\w+)\]\]", "".join(c.source for c in answer.cells))))
+    assert names
+    values = {name: f"<{name}>" for name in names}
+    verification = {"runner_label": "CUDA", "device": "NVIDIA H200", "torch": "2.11.0+cu130", "triton": "3.6.0",
+                    "date": "2026-11-29", "passed": True, "bench": {**BENCH, "values": values}}
+    final = finalize_pack(ctx, ENV, answer, verification)
+    notebook = json.loads(final.files["lesson.ipynb"])
+    sources = ["".join(cell["source"]) for cell in notebook["cells"]]
+    assert not any("[[measured:" in source for source in sources)
+    assert all(any(value in source for source in sources) for value in values.values())
+    last = notebook["cells"][-1]
+    assert last["id"].endswith("-measured") and last["cell_type"] == "markdown"
+    assert sources[-1].startswith("## ") and sources[-1] in final.files["lesson.md"].decode()
+    assert [c["id"] for c in notebook["cells"][:-1]] == [c["id"] for c in json.loads(answer.files["lesson.ipynb"])["cells"]]

@@ -65,3 +65,17 @@ def test_exercise_checker_holds_three_hints_answer_four(rendered):
 def checker_data(source: bytes) -> dict:
     from tests.conftest import lesson_data
     return lesson_data(source)
+
+
+def test_a_bundle_pack_may_take_check_py_from_the_lone_pack(rendered):
+    """A course bundle's pack takes check.py from the lesson's own pack (render_pack's `alone`): the
+    checker's data must not depend on the bundle. Rendered both ways, every file is the same."""
+    from generator.render import LessonContext, jinja_env, render_pack
+    from generator.resources import TEMPLATES
+    content, groups = rendered
+    env = jinja_env(TEMPLATES)
+    for (lesson_id, locale), editions in groups.items():
+        for edition, (_, alone) in editions.items():
+            ctx = LessonContext(content, content.lessons[lesson_id], locale, edition, bundle=True)
+            taken, fresh = render_pack(ctx, env, alone=alone), render_pack(ctx, env)
+            assert taken.files == fresh.files and taken.files["check.py"] == alone.files["check.py"]
