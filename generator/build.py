@@ -33,7 +33,7 @@ from generator.translate import release_gate
 from generator.leaks import LeakError, fingerprints, forget_lines, scan_bundle, scan_files, scan_pack_zip
 from generator.leaks import prepare as prepare_leak_scan
 from generator.loader import CourseContent, Lesson, load_content
-from generator.pack import EDITIONS, Edition, Pack
+from generator.pack import EDITIONS, Edition, Pack, forget_digests
 from generator.pairing import edition_drift
 from generator.render import LessonContext, checker_data, finalize_pack, jinja_env, mistake_code, render_pack
 from generator.report import report_data, write_reports
@@ -358,6 +358,7 @@ def _release_lesson(content: CourseContent, env, lesson: Lesson, locale: str, re
     forget_sections()   # what a lesson's documents share is kept for this lesson only
     forget_lines()
     forget_deflated()
+    forget_digests()
     if hashes is None:
         editions, problems = checked_lesson(content, lesson, locale, env, page=False)
     else:   # rendered again for its zips: the packs that were verified, or an error

@@ -18,7 +18,7 @@ from generator.archive import Entry, ZipWriter, checked_entries
 from generator.html import MERMAID_FILE, lesson_html, loads_shared_mermaid, mermaid_file, page_labels
 from generator.loader import CourseContent
 from generator.markdown import check_markdown
-from generator.pack import Edition, Pack, manifest
+from generator.pack import Edition, Pack, file_digest, manifest
 from generator.render import RenderError
 
 
@@ -47,7 +47,7 @@ class LessonFolder:
 
 def lesson_folder(pack: Pack, verified: bool) -> LessonFolder:
     return LessonFolder(pack.lesson_id, [(Entry.of(f"{pack.lesson_id}/{name}", pack.files[name]),
-                                          hashlib.sha256(pack.files[name]).hexdigest()) for name in sorted(pack.files)],
+                                          file_digest(pack.files[name])) for name in sorted(pack.files)],
                         verified, loads_shared_mermaid(pack.files.get("lesson.html", b"")))
 
 

@@ -38,11 +38,34 @@ class Pack:
         return digest.hexdigest()
 
 
+_DIGESTS: dict[int, tuple[bytes, str]] = {}   # id of a file's bytes -> (those bytes, their sha256)
+DIGESTS_KEPT = 1024
+
+
+def file_digest(data: bytes) -> str:
+    """sha256 of a file's bytes, hex; kept by the bytes object itself (held here, so its id stays
+    its own): a lesson's manifest, its bundle folder, its Quarto folder and its zip's read-back all
+    ask for the same objects' digests."""
+    found = _DIGESTS.get(id(data))
+    if found is not None and found[0] is data:
+        return found[1]
+    if len(_DIGESTS) >= DIGESTS_KEPT:
+        _DIGESTS.clear()
+    digest = hashlib.sha256(data).hexdigest()
+    _DIGESTS[id(data)] = (data, digest)
+    return digest
+
+
+def forget_digests() -> None:
+    """Let go of the kept digests and the files they hold (a build does before each lesson x locale)."""
+    _DIGESTS.clear()
+
+
 def manifest(pack: Pack, verification: dict | None, digests: dict[str, str] | None = None) -> bytes:
     """sha256 of every file, and how (or whether) the pack was verified. digests: each file's sha256
     where the pack does not hold the files (a course bundle is written to its zip lesson by lesson)."""
     if digests is None:
-        digests = {name: hashlib.sha256(data).hexdigest() for name, data in pack.files.items() if name != "manifest.json"}
+        digests = {name: file_digest(data) for name, data in pack.files.items() if name != "manifest.json"}
     entries = {name: digests[name] for name in sorted(digests) if name != "manifest.json"}
     body = {
         "pack": pack.name,

@@ -28,7 +28,7 @@ from generator.archive import Entry, ZipWriter
 from generator.leaks import fingerprints, scan_files
 from generator.loader import CourseContent, Lesson
 from generator.markdown import check_markdown
-from generator.pack import Pack, manifest
+from generator.pack import Pack, file_digest, manifest
 from generator.render import (LessonContext, RenderError, _measured_section, _navigation, _readme_verification,
                               fill_measured, located_template_error, without_main_block)
 
@@ -83,7 +83,7 @@ def quarto_lesson(content: CourseContent, lesson: Lesson, locale: str, packs: di
     shown = {f"{lesson_id}/{name}": data for name, data in files.items() if ANSWER_DIR not in name.split("/")[:-1]}
     leaks = _folder_leaks(shown, lesson, locale, prints if prints is not None else fingerprints(lesson, locale),
                           _AnswerMentions(answer_only, f"{root}.zip"), f"{root}.zip")
-    entries = [(Entry.of(f"{lesson_id}/{name}", files[name]), hashlib.sha256(files[name]).hexdigest())
+    entries = [(Entry.of(f"{lesson_id}/{name}", files[name]), file_digest(files[name]))
                for name in sorted(files)]
     return QuartoLesson(lesson_id, entries, {profile: [f"{lesson_id}/{name}" for name in downloads[profile]]
                                              for profile in PROFILES}, record is not None, problems, leaks)
