@@ -141,7 +141,7 @@ def parse(text: str) -> list[Token]:
 HEADING_LINE = re.compile(r"#{1,6}(?:[ \t]|$)")
 FENCE_LINE = re.compile(r" {0,3}(`{3,}|~{3,})")
 REFERENCE_LINE = re.compile(r"^ {0,3}\[(?:[^\]\\\n]|\\.)+\]:", re.M)
-_SECTIONS: dict[tuple[int, str], list[Token]] = {}
+_SECTIONS: dict[tuple, list[Token]] = {}   # (parser, section[, first line]) -> its tokens
 SECTIONS_KEPT = 512
 
 
@@ -162,7 +162,12 @@ def parse_by_section(md: MarkdownIt, text: str, lines: bool = True) -> list[Toke
             if len(_SECTIONS) >= SECTIONS_KEPT:
                 _SECTIONS.clear()
             found = _SECTIONS[key] = md.parse(section)
-        tokens += found if not (first and lines) else [_moved(t, first) if t.map else t for t in found]
+        if first and lines:
+            moved = _SECTIONS.get((id(md), section, first))   # the same section at the same line: zip and bundle
+            if moved is None:
+                moved = _SECTIONS[(id(md), section, first)] = [_moved(t, first) if t.map else t for t in found]
+            found = moved
+        tokens += found
     return tokens
 
 

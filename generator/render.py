@@ -107,8 +107,9 @@ def located_template_error(exc: jinja2.TemplateError, templates: Path) -> Render
 
 
 def render_pack(ctx: LessonContext, env: jinja2.Environment, page: bool = True, alone: Pack | None = None) -> Pack:
-    """Every file of a pack except those written after verification (README, manifest). page: with
-    an early lesson.html, for the leak scan and the formula errors before verification (a pack that
+    """Every file of a pack except those written after verification (README, manifest; a course
+    bundle's pack, which is never verified on its own, its notebook too). page: with an early
+    lesson.html, for the leak scan and the formula errors before verification (a pack that
     finalize_pack finishes at once, or a course bundle's, gets its page there). alone: for a course
     bundle's pack, the same lesson, locale and edition rendered for its own zip, whose check.py it
     takes (the checker's data names no other lesson)."""
@@ -129,7 +130,8 @@ def _render_pack(ctx: LessonContext, env: jinja2.Environment, page: bool, alone:
     pack.files["lesson.md"] = lesson_md.encode()
     if page:
         pack.files["lesson.html"] = pack_page(ctx, env, lesson_md, None)   # rendered again when final
-    pack.files["lesson.ipynb"] = build_notebook(cells, ctx.locale, ctx.heading)
+    if not ctx.bundle:   # a course bundle's pack is finished at once (finalize_pack builds its notebook)
+        pack.files["lesson.ipynb"] = build_notebook(cells, ctx.locale, ctx.heading)
     pack.cells = cells
     pack.files["check.py"] = alone.files["check.py"] if alone is not None else checker_source(ctx).encode()
     for extra in spec.files:
@@ -137,7 +139,7 @@ def _render_pack(ctx: LessonContext, env: jinja2.Environment, page: bool, alone:
             pack.files[extra.name] = ctx.lesson.files[extra.name]
     pack.files["requirements.txt"] = env.get_template("pack/requirements.txt.j2").render(
         heading=ctx.heading, min_torch=MIN_TORCH, min_triton=MIN_TRITON).encode()
-    reachable = set(pack.files) | {"README.md", "manifest.json"} | {link["href"] for link in _navigation(ctx) if link["href"]}
+    reachable = set(pack.files) | {"README.md", "manifest.json", "lesson.ipynb"} | {link["href"] for link in _navigation(ctx) if link["href"]}
     problems = check_markdown(document, reachable,
                               f"{pack.name}/lesson.md (before notebook cells are removed)", tokens)
     if problems:
