@@ -14,7 +14,9 @@ that folder and in one run, it times
              process per submission, unsandboxed), on the first --baseline submissions of the
              lesson (default: all)
 and prints seconds, submissions per second and the ratio of the per-submission times, the
-statuses, and the class summary's top three mistakes. Never fails on time. --smoke: lesson 3,
+statuses, and the class summary's top three mistakes; then where grading's time went, per
+submission (its check, its workers' starts, its cases as the worker timed them, the rest) and the
+machine's CPU while it graded. Never fails on time. --smoke: lesson 3,
 one submission of each kind, a 15 s time-out, a baseline of two: keeps this script from rotting
 (tests/test_bench.py).
 """
@@ -23,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import json
 import os
 import re
 import shutil
@@ -97,16 +100,51 @@ def write_class(lesson_id: str, n: int, folder: Path) -> tuple[Path, Counter]:
     return made, counts
 
 
+def cpu_ticks() -> tuple[int, int, int] | None:
+    """The machine's (user, system, all) CPU time so far, in ticks (/proc/stat; None elsewhere)."""
+    try:
+        with open("/proc/stat", encoding="ascii") as handle:
+            fields = [int(v) for v in handle.readline().split()[1:]]
+    except (OSError, ValueError):
+        return None
+    return fields[0] + fields[1], fields[2] + fields[5] + fields[6], sum(fields[:8])
+
+
+def phases(cache: Path) -> dict[str, float]:
+    """Means over the graded submissions (grade's result cache): the whole check of one file, its
+    workers' starts (fork, sandbox, CUDA), its cases as the worker timed them (compiles included),
+    the rest (inputs, outputs and judging), and how many workers it took."""
+    rows = []
+    for path in cache.glob("cache/grade/*.json"):
+        try:
+            rows.append(json.loads(path.read_text(encoding="utf-8"))["data"])
+        except (OSError, ValueError, KeyError):
+            continue
+    if not rows:
+        return {}
+    def mean(values):
+        return sum(values) / len(values)
+    unit = mean([r.get("seconds") or 0.0 for r in rows])
+    start = mean([(r.get("timing") or {}).get("startup_s", 0.0) for r in rows])
+    cases = mean([sum(c.get("seconds") or 0.0 for c in r.get("cases") or []) for r in rows])
+    return {"unit": unit, "start": start, "cases": cases, "rest": unit - start - cases,
+            "workers": mean([(r.get("timing") or {}).get("children", 0) for r in rows])}
+
+
 def run_grade(lesson_id: str, made: Path, out: Path, args) -> tuple[float, str]:
     command = [sys.executable, "-m", "generator", "grade", str(made), "--lesson", lesson_id, "--runner", args.runner,
                "-j", str(args.jobs), "--timeout", str(args.timeout), "--sandbox", args.sandbox,
                "--out", str(out / "grades"), "--cache", str(out / "cache")]
     if args.runner == "slurm":
         command += ["--slurm-gres", "", "--python", sys.executable, "--chunk", str(args.chunk)]
-    start = time.monotonic()
+    start, ticks = time.monotonic(), cpu_ticks()
     path = os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))   # keeps a wheel site
     done = subprocess.run(command, cwd=REPO, capture_output=True, text=True, env=dict(os.environ, PYTHONPATH=path))
-    seconds = time.monotonic() - start
+    seconds, after = time.monotonic() - start, cpu_ticks()
+    if ticks and after and after[2] > ticks[2]:
+        spent = [b - a for a, b in zip(ticks, after)]
+        out.joinpath("cpu.json").write_text(json.dumps({"user": spent[0] / spent[2], "system": spent[1] / spent[2],
+                                                        "core_s": (spent[0] + spent[1]) / os.sysconf("SC_CLK_TCK")}))
     if done.returncode not in (0, 1) or not (out / "grades" / "grades.csv").exists():
         raise SystemExit(f"grade_bench: coursepack grade exited {done.returncode}:\n{done.stderr[-3000:]}")
     return seconds, done.stderr
@@ -130,6 +168,22 @@ def top_mistakes(summary: Path) -> list[str]:
     section = re.search(r"^## (What the class got wrong|全班错在哪里)\n\n(.*?)(?=^## )", text, re.M | re.S)
     lines = [line[2:] for line in (section.group(2).splitlines() if section else []) if line.startswith("- ")]
     return [line[:140] for line in lines[:3]]
+
+
+def print_phases(root: Path, args) -> None:
+    """Where grading's time went, per lesson: means per submission (phases), and the machine's CPU
+    while grade ran (the whole machine, /proc/stat: other work counts too)."""
+    print(f"{'where the time went':22} {'check s':>8} {'start s':>8} {'cases s':>8} {'rest s':>7} {'workers':>8} "
+          f"{'CPU busy':>9} {'core-s/sub':>11}")
+    for lesson_id in args.lessons.split(","):
+        found = phases(root / lesson_id / "cache")
+        cpu_file = root / lesson_id / "cpu.json"
+        cpu = json.loads(cpu_file.read_text()) if cpu_file.exists() else None
+        busy = f"{100 * (cpu['user'] + cpu['system']):.0f} %" if cpu else "-"
+        per = f"{cpu['core_s'] / args.per_lesson:.2f}" if cpu else "-"
+        if found:
+            print(f"{lesson_id:22} {found['unit']:8.2f} {found['start']:8.2f} {found['cases']:8.2f} {found['rest']:7.2f} "
+                  f"{found['workers']:8.2f} {busy:>9} {per:>11}")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -187,6 +241,7 @@ def main(argv: list[str] | None = None) -> int:
               f"{total['base_n']:6d} {total['base']:8.1f} {total['base_n'] / total['base']:7.2f} {ratio:6.1f}")
         print(f"ratio: {ratio:.1f} (seconds per submission of xargs -P {os.cpu_count()} python check.py over those "
               "of coursepack grade)")
+        print_phases(root, args)
         for lesson_id, lines in summaries.items():
             print(f"top mistakes, {lesson_id}:")
             for line in lines:

@@ -40,7 +40,7 @@ def test_check_bench_smoke_times_a_students_run(built):
 
 def test_grade_bench_smoke_times_grading_against_xargs():
     """bench/grade_bench.py --smoke (a lesson-3 submission of each kind, in the interpreter) prints
-    its table and the ratio."""
+    its table, the ratio and where the time went."""
     result = subprocess.run([sys.executable, str(REPO / "bench" / "grade_bench.py"), "--smoke",
                              *(["--sandbox", "off"] if _no_sandbox() else [])],
                             cwd=REPO, capture_output=True, text=True, timeout=900)
@@ -48,6 +48,8 @@ def test_grade_bench_smoke_times_grading_against_xargs():
     row = next(line for line in result.stdout.splitlines() if line.startswith("lesson03_relu"))
     assert len(row.split()) >= 9 and re.search(r"\d+ (graded|timed out|crashed)", row), result.stdout
     assert re.search(r"^ratio: \d+\.\d+ \(seconds per submission", result.stdout, re.M), result.stdout
+    phases = result.stdout.split("where the time went", 1)[1].splitlines()[1].split()
+    assert phases[0] == "lesson03_relu" and all(float(v) >= 0 for v in phases[1:3]), result.stdout
 
 
 def _no_sandbox() -> bool:
