@@ -6,6 +6,8 @@ Every scalar stays text (YAML 1.2 composition, no implicit typing): a translator
 (`>`) scalar, for its own dumper's sake, and those markers used to reach every pack (issue 10.1).
 Duplicate keys and anchors, tabs, syntax errors, non-UTF-8 bytes, oversized files and control characters
 written as escapes in quoted values (`"\\a"`) become located problems instead of exceptions.
+The node tree comes from libyaml (PyYAML's C parser) where it reads a file without complaint, and
+from ruamel's pure-Python composer otherwise, whose messages and marks the problems quote (_compose).
 """
 
 from __future__ import annotations
