@@ -162,7 +162,7 @@ def deflate(data: bytes) -> bytes:
             parts += [_deflate_part(data[start:at]), packed]
             start = at + len(blob)
     compressor = zlib.compressobj(LEVEL, zlib.DEFLATED, -15)
-    return b"".join(parts) + compressor.compress(data[start:]) + compressor.flush(zlib.Z_FINISH)
+    return b"".join(parts + [compressor.compress(data[start:]), compressor.flush(zlib.Z_FINISH)])
 
 
 def check_zip(data: bytes, pack: Pack) -> None:
@@ -216,8 +216,8 @@ def _read(archive: zipfile.ZipFile, info: zipfile.ZipInfo) -> bytes:
         at = find_part(raw, packed)
         if at >= 0:
             try:
-                data = (zlib.decompressobj(-15).decompress(raw[:at]) + blob
-                        + zlib.decompress(raw[at + len(packed):], -15))
+                data = b"".join((zlib.decompressobj(-15).decompress(raw[:at]), blob,
+                                 zlib.decompress(raw[at + len(packed):], -15)))
             except zlib.error as exc:
                 raise ArchiveError(f"{info.filename}: does not inflate: {exc}") from exc
             if len(data) != info.file_size or zlib.crc32(data) != info.CRC:

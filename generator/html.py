@@ -91,7 +91,7 @@ def lesson_html(markdown_text: str, *, lang: str, title: str, env: jinja2.Enviro
     if page.count(SLOT) != 1:
         raise HtmlError(f"{TEMPLATE}: must place {{{{ mermaid }}}} once inside a <script>")
     head, _, tail = page.partition(SLOT)   # 3.5 MB joined as bytes, not copied through Jinja
-    return head.encode("utf-8") + _mermaid_bytes() + tail.encode("utf-8")
+    return b"".join((head.encode("utf-8"), _mermaid_bytes(), tail.encode("utf-8")))   # one copy of 3.6 MB, not two
 
 
 @lru_cache(maxsize=256)
