@@ -93,19 +93,18 @@ def project_name(content: CourseContent, locale: str) -> str:
     return Pack(content.course.id, locale, EDITION).name
 
 
-_NAMES: dict[int, tuple[set[str], list[str]]] = {}
+_NAMES: list = [None, None]   # [the course content they were made for, (names, answer-only names)]
 
 
 def _project_names(content: CourseContent) -> tuple[set[str], list[str]]:
-    """(every file the project holds, the answer-only ones sorted), kept per course in this process:
-    each lesson's page is checked against them."""
-    key = id(content)
-    if key not in _NAMES:
+    """(every file the project holds, the answer-only ones sorted), kept for the last course in
+    this process (held, so that another course loaded later is never taken for it): each lesson's
+    page is checked against them."""
+    if _NAMES[0] is not content:
         names = {f"{lesson.spec.id}/{name}" for lesson in content.published for name in _lesson_names(lesson)}
         names |= set(TOP_FILES)
-        _NAMES.clear()
-        _NAMES[key] = (names, sorted(name for name in names if ANSWER_DIR in name.split("/")[:-1]))
-    return _NAMES[key]
+        _NAMES[:] = [content, (names, sorted(name for name in names if ANSWER_DIR in name.split("/")[:-1]))]
+    return _NAMES[1]
 
 
 class QuartoWriter:

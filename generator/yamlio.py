@@ -156,8 +156,8 @@ def _compose(text: str, fold_markers: bool) -> tuple[Node | None, tuple[tuple[st
 
 
 def _fast_compose(text: str) -> Node | None:
-    """libyaml's node tree of text (plain scalars' style None, as ruamel's), or None where libyaml
-    is missing or finds anything to say about the text."""
+    """libyaml's node tree of text, or None where libyaml is missing or finds anything to say about
+    the text."""
     if _FastLoader is None:
         return None
     loader = _FastLoader(text)
@@ -167,25 +167,7 @@ def _fast_compose(text: str) -> Node | None:
         return None
     finally:
         loader.dispose()
-    _plain_style_none(root)
     return root
-
-
-def _plain_style_none(root) -> None:
-    stack = [root] if root is not None else []
-    seen = set()
-    while stack:
-        node = stack.pop()
-        if id(node) in seen:   # an alias: the same node again
-            continue
-        seen.add(id(node))
-        if node.id == "scalar":
-            if node.style == "":
-                node.style = None
-        elif node.id == "sequence":
-            stack.extend(node.value)
-        else:
-            stack.extend(part for pair in node.value for part in pair)
 
 
 def _mark(node: Node) -> tuple[int, int]:
@@ -195,7 +177,7 @@ def _mark(node: Node) -> tuple[int, int]:
 def _convert(node: Node, keypath: KeyPath, doc: YamlDoc, problems: ProblemCollector) -> Any:
     doc.value_pos[keypath] = _mark(node)
     if node.id == "scalar":
-        if node.style is None and node.value in NULL_WORDS:
+        if not node.style and node.value in NULL_WORDS:   # plain: style None in ruamel, "" in libyaml
             return None
         bad = CONTROL.search(node.value)
         if bad and not doc.fold_markers:
