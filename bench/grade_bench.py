@@ -111,9 +111,11 @@ def cpu_ticks() -> tuple[int, int, int] | None:
 
 
 def phases(cache: Path) -> dict[str, float]:
-    """Means over the graded submissions (grade's result cache): the whole check of one file, its
-    workers' starts (fork, sandbox, CUDA), its cases as the worker timed them (compiles included),
-    the rest (inputs, outputs and judging), and how many workers it took."""
+    """Means over the graded submissions (grade's result cache): the whole check of one file; its
+    wait for its workers (with spares ready, less than their starts: fork, sandbox, CUDA); its cases
+    as the worker timed them (compiles included); the rest (inputs, outputs and judging); the
+    workers' start and their CPU (start, cases: compiles included); how many workers it took; and
+    when the checks ran (epoch seconds: first began, last ended, their total)."""
     rows = []
     for path in cache.glob("cache/grade/*.json"):
         try:
@@ -123,12 +125,21 @@ def phases(cache: Path) -> dict[str, float]:
     if not rows:
         return {}
     def mean(values):
+        values = list(values)
         return sum(values) / len(values)
-    unit = mean([r.get("seconds") or 0.0 for r in rows])
-    start = mean([(r.get("timing") or {}).get("startup_s", 0.0) for r in rows])
-    cases = mean([sum(c.get("seconds") or 0.0 for c in r.get("cases") or []) for r in rows])
-    return {"unit": unit, "start": start, "cases": cases, "rest": unit - start - cases,
-            "workers": mean([(r.get("timing") or {}).get("children", 0) for r in rows])}
+    def timed(name, default=0.0):
+        return mean((r.get("timing") or {}).get(name, default) for r in rows)
+    unit = mean(r.get("seconds") or 0.0 for r in rows)
+    start = timed("startup_s")
+    waited = mean((r.get("timing") or {}).get("waited_s", (r.get("timing") or {}).get("startup_s", 0.0)) for r in rows)
+    cases = mean(sum(c.get("seconds") or 0.0 for c in r.get("cases") or []) for r in rows)
+    found = {"unit": unit, "waited": waited, "start": start, "cases": cases, "rest": unit - waited - cases,
+             "workers": timed("children", 0), "start_cpu": timed("startup_cpu_s"), "cases_cpu": timed("cases_cpu_s")}
+    clocks = [r["clock"] for r in rows if isinstance(r.get("clock"), list) and len(r["clock"]) == 2]
+    if clocks:
+        found.update(first=min(c[0] for c in clocks), last=max(c[1] for c in clocks),
+                     busy=sum(c[1] - c[0] for c in clocks))
+    return found
 
 
 def run_grade(lesson_id: str, made: Path, out: Path, args) -> tuple[float, str]:
@@ -137,14 +148,16 @@ def run_grade(lesson_id: str, made: Path, out: Path, args) -> tuple[float, str]:
                "--out", str(out / "grades"), "--cache", str(out / "cache")]
     if args.runner == "slurm":
         command += ["--slurm-gres", "", "--python", sys.executable, "--chunk", str(args.chunk)]
-    start, ticks = time.monotonic(), cpu_ticks()
+    start, ticks, began = time.monotonic(), cpu_ticks(), time.time()
     path = os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))   # keeps a wheel site
     done = subprocess.run(command, cwd=REPO, capture_output=True, text=True, env=dict(os.environ, PYTHONPATH=path))
     seconds, after = time.monotonic() - start, cpu_ticks()
+    run = {"began": began, "ended": time.time()}
     if ticks and after and after[2] > ticks[2]:
         spent = [b - a for a, b in zip(ticks, after)]
-        out.joinpath("cpu.json").write_text(json.dumps({"user": spent[0] / spent[2], "system": spent[1] / spent[2],
-                                                        "core_s": (spent[0] + spent[1]) / os.sysconf("SC_CLK_TCK")}))
+        run.update(user=spent[0] / spent[2], system=spent[1] / spent[2],
+                   core_s=(spent[0] + spent[1]) / os.sysconf("SC_CLK_TCK"))
+    out.joinpath("run.json").write_text(json.dumps(run))
     if done.returncode not in (0, 1) or not (out / "grades" / "grades.csv").exists():
         raise SystemExit(f"grade_bench: coursepack grade exited {done.returncode}:\n{done.stderr[-3000:]}")
     return seconds, done.stderr
@@ -171,19 +184,32 @@ def top_mistakes(summary: Path) -> list[str]:
 
 
 def print_phases(root: Path, args) -> None:
-    """Where grading's time went, per lesson: means per submission (phases), and the machine's CPU
-    while grade ran (the whole machine, /proc/stat: other work counts too)."""
-    print(f"{'where the time went':22} {'check s':>8} {'start s':>8} {'cases s':>8} {'rest s':>7} {'workers':>8} "
-          f"{'CPU busy':>9} {'core-s/sub':>11}")
+    """Where grading's time went, per lesson: means per submission (phases), the machine's CPU while
+    grade ran (the whole machine, /proc/stat: other work counts too), and the timeline: grade's
+    start-up before its first check, the span of the checks with how many ran at once on average,
+    and what came after the last."""
+    print(f"{'where the time went':22} {'check s':>8} {'wait s':>7} {'cases s':>8} {'rest s':>7} {'workers':>8} "
+          f"{'start s':>8} {'start CPU':>10} {'cases CPU':>10} {'CPU busy':>9} {'core-s/sub':>11}")
+    timelines = []
     for lesson_id in args.lessons.split(","):
         found = phases(root / lesson_id / "cache")
-        cpu_file = root / lesson_id / "cpu.json"
-        cpu = json.loads(cpu_file.read_text()) if cpu_file.exists() else None
-        busy = f"{100 * (cpu['user'] + cpu['system']):.0f} %" if cpu else "-"
-        per = f"{cpu['core_s'] / args.per_lesson:.2f}" if cpu else "-"
-        if found:
-            print(f"{lesson_id:22} {found['unit']:8.2f} {found['start']:8.2f} {found['cases']:8.2f} {found['rest']:7.2f} "
-                  f"{found['workers']:8.2f} {busy:>9} {per:>11}")
+        run_file = root / lesson_id / "run.json"
+        run = json.loads(run_file.read_text()) if run_file.exists() else {}
+        busy = f"{100 * (run['user'] + run['system']):.0f} %" if "user" in run else "-"
+        per = f"{run['core_s'] / args.per_lesson:.2f}" if "core_s" in run else "-"
+        if not found:
+            continue
+        print(f"{lesson_id:22} {found['unit']:8.2f} {found['waited']:7.2f} {found['cases']:8.2f} {found['rest']:7.2f} "
+              f"{found['workers']:8.2f} {found['start']:8.2f} {found['start_cpu']:10.2f} {found['cases_cpu']:10.2f} "
+              f"{busy:>9} {per:>11}")
+        if "first" in found and "began" in run:
+            span = max(found["last"] - found["first"], 1e-9)
+            timelines.append(f"{lesson_id:22} {run['ended'] - run['began']:8.1f} {found['first'] - run['began']:9.1f} "
+                             f"{span:8.1f} {found['busy'] / span:9.1f} {run['ended'] - found['last']:7.1f}")
+    if timelines:
+        print(f"{'timeline':22} {'grade s':>8} {'before s':>9} {'checks s':>8} {'at once':>9} {'after s':>7}"
+              f"   (of {args.jobs} at once)")
+        print("\n".join(timelines))
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -50,6 +50,11 @@ def test_grade_bench_smoke_times_grading_against_xargs():
     assert re.search(r"^ratio: \d+\.\d+ \(seconds per submission", result.stdout, re.M), result.stdout
     phases = result.stdout.split("where the time went", 1)[1].splitlines()[1].split()
     assert phases[0] == "lesson03_relu" and all(float(v) >= 0 for v in phases[1:3]), result.stdout
+    timeline = result.stdout.split("\ntimeline", 1)[1].splitlines()[1].split()
+    # grade's whole time holds its start-up, its checks' span and what came after
+    grade_s, before, span, at_once, after = map(float, timeline[1:6])
+    assert timeline[0] == "lesson03_relu" and 0 < at_once <= 2.05, result.stdout
+    assert abs(before + span + after - grade_s) < 0.5 and min(before, span, after) >= 0, result.stdout
 
 
 def _no_sandbox() -> bool:

@@ -288,3 +288,27 @@ def test_import_lines_are_cut_as_ast_cuts_them():
     lines = source.splitlines(keepends=True)
     for node in ast.parse(source).body:
         assert _segment(lines, node) == ast.get_source_segment(source, node)
+
+
+def test_a_session_keeps_its_spare_workers_started_and_replaces_each_one_taken(rt):
+    """Grading: a worker waits ready (CUDA started) for each check running at once; each one taken
+    is replaced at once, never handed out twice, and those left at the end are stopped."""
+    started, killed = [], []
+
+    class FakeFactory:
+        def start(self):
+            worker = types.SimpleNamespace(n=len(started), kill=lambda: killed.append(worker.n))
+            started.append(worker)
+            return worker
+
+    session = rt.Session.__new__(rt.Session)
+    session.factory = FakeFactory()
+    session.spares, session.spare_lock, session.closed, session.starting = [], rt.threading.Lock(), False, 0
+    session.wanted_spares = 3
+    session._refill()
+    assert len(started) == 3 and [w.n for w in session.spares] == [0, 1, 2]
+    taken = [session.take_worker().n for _ in range(4)]
+    assert taken == [0, 1, 2, 3] and len(session.spares) == 3 and len(started) == 7
+    session.close()
+    assert sorted(killed) == [4, 5, 6] and session.spares == []
+    assert session.take_worker().n == 7 and len(started) == 8   # after the end: no spare kept, none wasted

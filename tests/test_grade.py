@@ -299,6 +299,44 @@ def test_a_killed_run_leaves_results_that_the_next_run_keeps(tmp_path):
     assert harvest(tmp_path / "work", store) == 0   # already kept
 
 
+def test_jobs_that_share_their_work_run_each_unit_once_and_the_idle_ones_take_the_others_last(tmp_path, monkeypatch):
+    """Local jobs at once (share): a job done with its own units takes the other jobs' from their
+    ends; a unit claimed by one job is never run by another; results are found wherever they lie."""
+    import importlib.util
+    from generator.grade.tasks import GRADE_JOB, collect_results
+    from generator.runners import TaskResult
+    spec = importlib.util.spec_from_file_location("grade_job_for_test", GRADE_JOB)
+    grade_job = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(grade_job)
+    units = [Unit(f"k{i}", f"code {i}", None, "relu.py") for i in range(7)]
+    chunks = plan(units, tmp_path / "work", "# check.py\n", 3, 2, 10, "on", True, 3, share=True)
+    assert [len(c.units) for c in chunks] == [3, 3, 1]
+    queues = {}
+    for chunk in chunks:   # each job reads its job.json from its own folder, as grade_job.py does
+        monkeypatch.chdir(chunk.task.folder)
+        job = json.loads(Path("job.json").read_text(encoding="utf-8"))
+        assert job["share"]["claims"] == "../claims"
+        queues[chunk.task.folder.name] = grade_job.Queue(job, Path("results"))
+    monkeypatch.chdir(tmp_path / "work" / "task-0002")
+    short = queues["task-0002"]
+    taken = [short.next()["id"], short.next()["id"], short.next()["id"]]
+    assert taken == ["k6", "k2", "k5"]   # its own, then the ends of the next jobs'
+    assert Path(short.next()["path"]).read_text(encoding="utf-8") == "code 1"   # another job's file, from here
+    monkeypatch.chdir(tmp_path / "work" / "task-0000")
+    first = [u["id"] for u in iter(queues["task-0000"].next, None)]
+    assert first == ["k0", "k4", "k3"]   # k1 and k2 were claimed by the job that ran them
+    assert queues["task-0001"].next() is None   # everything is claimed
+    # task-0002 wrote the results of k2 and k6: found for the chunks they were planned in
+    for unit_id in ("k2", "k6"):
+        folder = tmp_path / "work" / "task-0002" / "results"
+        folder.mkdir(exist_ok=True)
+        (folder / f"{unit_id}.json").write_text(json.dumps({"id": unit_id, "data": {"status": "pass"}}),
+                                                encoding="utf-8")
+    store = ResultStore(tmp_path / "store")
+    finished = collect_results(chunks, [TaskResult(c.task.name, "COMPLETED", 0, "", "", 0.0) for c in chunks], store)
+    assert "k2" not in finished.missing and "k6" not in finished.missing and "k0" in finished.missing
+
+
 def test_outputs_are_replaced_whole_or_not_at_all(lesson, tmp_path, monkeypatch):
     from generator.grade import run
     out = tmp_path / "out"

@@ -12,13 +12,19 @@ off, and result.json says so). Each unit's result is written as soon as it is kn
 (results/<id>.json, atomically), so a run that is killed keeps what it finished. A unit is
 {"id", "path", "display", "cell"}: a kernel file, or a notebook's exercise cell written to a file
 (cell: its number), which is judged against the template without the demo block.
+
+Jobs on one machine share their work (job["share"]: the job folders beside this one): a unit is
+run by whichever job claims it first (a file in ../claims), so a job that is done with its own
+units takes the others' last ones instead of idling while one job's hanging submissions run out.
 """
 import importlib.util
+import itertools
 import json
 import os
 import sys
 import time
 import traceback
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -38,8 +44,9 @@ def write_atomically(path, value):
     os.replace(tmp, path)
 
 
-def open_session(job, checker):
-    """(session or None, what the sandbox is, why nothing can run). Before any thread starts."""
+def open_session(job, checker, units):
+    """(session or None, what the sandbox is, why nothing can run). Before any thread starts. A
+    worker waits ready for each check running at once (its CUDA context started meanwhile)."""
     if job["sandbox"] == "off":
         label = "off"
     else:
@@ -49,20 +56,58 @@ def open_session(job, checker):
         label = "bubblewrap"
     try:
         session = checker.Session(job["interpreter"], label == "bubblewrap", checker=os.path.abspath(job["checker"]),
-                                  start_margin=job["start_margin"])
+                                  start_margin=job["start_margin"], spares=min(max(1, int(job["jobs"])), units))
     except checker.Refused as exc:
         return None, "none", str(exc)
     return session, label, ""
 
 
+class Queue:
+    """The units this job runs: its own in order, then (with job["share"]) the other jobs', the last
+    first; each one only once it is claimed, so no unit runs twice."""
+
+    def __init__(self, job, results):
+        self.lock, self.claims = threading.Lock(), Path(job["share"]["claims"]) if job.get("share") else None
+        own = [u for u in job["units"] if not (results / f"{u['id']}.json").exists()]
+        theirs = [[dict(u, path=f"{folder}/{u['path']}") for u in reversed(_units_of(folder))]
+                  for folder in (job.get("share") or {}).get("jobs", [])]
+        # the others' last units first, one job after the other: each is relieved of its end
+        self.units = own + [u for turn in itertools.zip_longest(*theirs) for u in turn if u is not None]
+
+    def next(self):
+        with self.lock:
+            while self.units:
+                unit = self.units.pop(0)
+                if self._claim(unit["id"]):
+                    return unit
+        return None
+
+    def _claim(self, unit_id):
+        if self.claims is None:
+            return True
+        try:
+            os.close(os.open(self.claims / unit_id, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644))
+            return True
+        except FileExistsError:
+            return False
+
+
+def _units_of(folder):
+    try:
+        return json.loads((Path(folder) / "job.json").read_text(encoding="utf-8"))["units"]
+    except (OSError, ValueError, KeyError):
+        return []
+
+
 def grade_unit(checker, session, unit, timeout, results):
     """check.py's --json result for one unit, plus the lines it shows; written at once."""
-    started = time.monotonic()
+    started, began = time.monotonic(), time.time()
     try:
         data = dict(checker.check_unit(unit, timeout, session), date=time.strftime("%Y-%m-%d"))
     except Exception:   # the checker broke on this unit (a kernel's failures stay inside its workers)
         data = {"status": "checker_error", "error": traceback.format_exc()[-4000:],
                 "seconds": round(time.monotonic() - started, 2)}
+    data["clock"] = [round(began, 3), round(time.time(), 3)]   # when it ran (grade_bench's timeline)
     write_atomically(results / f"{unit['id']}.json", {"id": unit["id"], "data": data})
     return unit["id"]
 
@@ -75,18 +120,26 @@ def main():
     checker = load_checker(job["checker"])
     # many workers at once, each with a small torch thread pool rather than one thread per core
     os.environ["COURSEPACK_CHILD_THREADS"] = str(max(1, (os.cpu_count() or 1) // max(1, int(job["jobs"]))))
-    session, label, refused = open_session(job, checker)
+    queue = Queue(job, results)
+    jobs = max(1, int(job["jobs"]))
+    session, label, refused = open_session(job, checker, len(queue.units))
     done = []
     if session is not None:
         # the factory's own start (a sandboxed one imports torch again) may take long on a loaded
         # machine: waited for once here, not within each unit's start margin
         session.factory.wait_ready(FACTORY_WAIT_S)
-        todo = [u for u in job["units"] if not (results / f"{u['id']}.json").exists()]
-        with ThreadPoolExecutor(max_workers=max(1, int(job["jobs"]))) as pool:
-            done = list(pool.map(lambda u: grade_unit(checker, session, u, job["case_timeout"], results), todo))
+
+        def drain():
+            while (unit := queue.next()) is not None:
+                done.append(grade_unit(checker, session, unit, job["case_timeout"], results))
+        with ThreadPoolExecutor(max_workers=jobs) as pool:
+            for running in [pool.submit(drain) for _ in range(jobs)]:
+                running.result()
     write_atomically(Path("result.json"), {"sandbox": label, "refused": refused, "graded": len(done),
                                            "seconds": round(time.monotonic() - started, 2),
                                            "session": session.timing if session is not None else None})
+    if session is not None:
+        session.close()   # the spares no check came for
     checker.close_factories()   # the factory and its folders (os._exit below runs no atexit)
     return 0
 

@@ -65,7 +65,7 @@ class Session:
     factory started before any case is computed, every case's inputs and expected output."""
 
     def __init__(self, force_interpreter=False, sandbox=False, hidden=(), checker=None, limits=None, seed_cache=None,
-                 start_margin=START_MARGIN_S):
+                 start_margin=START_MARGIN_S, spares=1):
         if sandbox:
             why = sandbox_problem()
             if why:
@@ -80,8 +80,11 @@ class Session:
         self.start_margin = start_margin
         self.factory = choose_factory(self.setup, sandbox, checker=checker, hidden=hidden, limits=limits,
                                       seed_cache=seed_cache or triton_cache_dir())
-        # the first worker starts (CUDA, Triton's compile key) while this process computes the cases
-        self.spare, self.spare_lock = self.factory.start(), threading.Lock()
+        # workers start (CUDA, Triton's compile key) while this process computes the cases, and
+        # each one taken is replaced at once: a check finds its worker ready (spares: how many wait)
+        self.spares, self.spare_lock, self.closed, self.starting = [], threading.Lock(), False, 0
+        self.wanted_spares = max(0, spares)
+        self._refill()
         self.timing["factory_s"] = round(time.monotonic() - started - self.timing["import_s"], 3)
         if getattr(self.factory, "as_root", False):
             self.sandbox = "bubblewrap, as root in its namespace (the GPU driver is readable by root only here)"
@@ -93,21 +96,41 @@ class Session:
         blank = blank_lines(target.text)
         if blank:
             return Evaluation(target, edits, fill, blank)
-        with self.spare_lock:
-            spare, self.spare = self.spare, None
         supervisor = Supervisor(self.factory, self.prepared, target, timeout, sandboxed=self.sandbox is not None,
-                                start_margin=self.start_margin, spare=spare)
+                                start_margin=self.start_margin, take=self.take_worker)
         results = supervisor.run([c["id"] for c in LESSON["cases"]])
         return Evaluation(target, edits, fill, blank, supervisor.env, results, supervisor.load_error,
                           supervisor.timing, supervisor.flags(), self.sandbox)
 
-    def close(self):
-        """The factory stays for later sessions of this process (closed at its exit); a worker
-        started for a check that never came is stopped."""
+    def take_worker(self):
+        """A worker that has not seen any code (a waiting spare, else a new one), its spare replaced;
+        None when the factory is gone. Every worker serves one kernel file only."""
         with self.spare_lock:
-            spare, self.spare = self.spare, None
-        if spare is not None:
-            spare.kill()
+            worker = self.spares.pop(0) if self.spares else None
+        self._refill()
+        return worker or self.factory.start()
+
+    def _refill(self):
+        with self.spare_lock:
+            wanted = 0 if self.closed else max(0, self.wanted_spares - len(self.spares) - self.starting)
+            self.starting += wanted
+        for _ in range(wanted):
+            worker = self.factory.start()
+            with self.spare_lock:
+                self.starting -= 1
+                keep = worker is not None and not self.closed
+                if keep:
+                    self.spares.append(worker)
+            if worker is not None and not keep:
+                worker.kill()
+
+    def close(self):
+        """The factory stays for later sessions of this process (closed at its exit); workers
+        started for checks that never came are stopped."""
+        with self.spare_lock:
+            spares, self.spares, self.closed = self.spares, [], True
+        for worker in spares:
+            worker.kill()
 
 
 def evaluate_static(target, notebook=False):

@@ -301,12 +301,15 @@ def close_factories():
 class Supervisor:
     """Runs the cases of one kernel file in workers; returns the results and what was seen."""
 
-    def __init__(self, factory, prepared, target, timeout, sandboxed=False, start_margin=START_MARGIN_S, spare=None):
+    def __init__(self, factory, prepared, target, timeout, sandboxed=False, start_margin=START_MARGIN_S, take=None):
         self.factory, self.prepared, self.target, self.timeout = factory, prepared, target, timeout
         self.sandboxed, self.start_margin = sandboxed, start_margin
-        self.spare = spare   # a worker started earlier (its start overlapped the computing of the cases)
+        self.take = take   # where a fresh worker comes from (a session keeps some started), else the factory
         self.env, self.load_error, self.results = None, None, {}
-        self.timing = {"children": 0, "startup_s": 0.0, "loaded_s": 0.0}
+        # as the workers report them (diagnostics only, never a verdict): seconds from fork to a
+        # working CUDA context, and their CPU; waited_s: this check's own wait for its workers
+        self.timing = {"children": 0, "startup_s": 0.0, "loaded_s": 0.0, "waited_s": 0.0,
+                       "startup_cpu_s": 0.0, "loaded_cpu_s": 0.0, "cases_cpu_s": 0.0}
         self.seen = {"patched": set(), "events": [], "launched": set(), "inputs_modified": [], "protocol": []}
 
     def run(self, case_ids):
@@ -360,7 +363,7 @@ class Supervisor:
         if not self.factory.wait_ready(self.timeout + self.start_margin):
             self.load_error = {"kind": "crash", "code": "factory", "text": self.factory.factory_problem() or ""}
             return
-        worker, self.spare = self.spare or self.factory.start(), None
+        worker = (self.take or self.factory.start)()
         if worker is None:
             self.load_error = {"kind": "crash", "code": "factory", "text": self.factory.factory_problem() or
                                "the worker factory is gone"}
@@ -375,8 +378,10 @@ class Supervisor:
             worker.kill()
 
     def _load(self, worker):
-        deadline = time.monotonic() + self.timeout + self.start_margin
+        asked = time.monotonic()
+        deadline = asked + self.timeout + self.start_margin
         kind, header, _ = worker.next(deadline - time.monotonic())
+        self.timing["waited_s"] += time.monotonic() - asked
         if kind != "frame" or "hello" not in header:
             return self._lost_at_load(worker, kind, header)
         self.env = header["hello"] if isinstance(header["hello"], dict) else None
@@ -385,7 +390,7 @@ class Supervisor:
                 "worker_mismatch", wanted="GPU" if self.factory.setup["use_gpu"] else "interpreter")}
             return False
         self.timing["children"] += 1
-        self.timing["startup_s"] += float(header.get("startup_s") or 0.0)
+        self._add_time(header, "startup_s", "startup_cpu_s")
         load = {"path": str(self.target.path), "source": None}
         if self.sandboxed:
             load = {"path": f"{SCRATCH_ROOT}/{LESSON['module']}", "source": self.target.text}
@@ -397,8 +402,15 @@ class Supervisor:
         if "load_error" in header:
             self.load_error = header["load_error"] if isinstance(header["load_error"], dict) else {"kind": "import"}
             return False
-        self.timing["loaded_s"] += float(header.get("loaded_s") or 0.0)
+        self._add_time(header, "loaded_s", "loaded_cpu_s")
         return True
+
+    def _add_time(self, header, *names):
+        """A worker's own timings into this check's: numbers only, whatever the worker sent."""
+        for name in names:
+            value = header.get(name)
+            if isinstance(value, (int, float)) and not isinstance(value, bool) and 0 <= value < 1e6:
+                self.timing[name] += float(value)
 
     def _lost_at_load(self, worker, kind, header):
         if kind == "timeout":
@@ -429,6 +441,7 @@ class Supervisor:
             self.results[case_id] = {"status": "crash", "code": self._exit(worker), "stderr": worker.stderr_tail()}
             return False
         self._note(header)
+        self._add_time(header, "cases_cpu_s")
         self.seen["launched"].update(str(k)[:80] for k in header.get("launched") or [] if isinstance(k, str))
         status = header.get("status")
         if status in ("error", "fault"):

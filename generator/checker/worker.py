@@ -212,7 +212,8 @@ def serve(channel, use_gpu, started):
         torch.set_num_threads(int(os.environ["COURSEPACK_CHILD_THREADS"]))
     if use_gpu:
         start_cuda(torch)   # its cost counts as start-up, not as case 1
-    channel.send({"hello": environment(torch, triton, use_gpu), "startup_s": round(time.monotonic() - started, 3)})
+    channel.send({"hello": environment(torch, triton, use_gpu), "startup_s": round(time.monotonic() - started, 3),
+                  "startup_cpu_s": round(cpu_seconds(), 3)})
     request, _ = channel.recv()
     load = request["load"]
     path = load["path"]
@@ -221,7 +222,7 @@ def serve(channel, use_gpu, started):
             handle.write(load["source"])
     harness = Harness(torch, path, float(LESSON["poison"]))
     harness.install()
-    loading = time.monotonic()
+    loading, loading_cpu = time.monotonic(), cpu_seconds()
     try:
         module = import_student(path)
         fn = getattr(module, LESSON["entry"])
@@ -233,18 +234,27 @@ def serve(channel, use_gpu, started):
         channel.send({"load_error": {"kind": "import", "line": student_line(exc, path),
                                      "text": f"{type(exc).__name__}: {exc}"[:400]}, "events": harness.events})
         return
-    channel.send({"loaded_s": round(time.monotonic() - loading, 3), "patched": harness.patched(),
-                  "events": harness.events})
+    channel.send({"loaded_s": round(time.monotonic() - loading, 3), "loaded_cpu_s": round(cpu_seconds() - loading_cpu, 3),
+                  "patched": harness.patched(), "events": harness.events})
     device = "cuda" if use_gpu else "cpu"
     while True:
         message = channel.recv(max_payload=1 << 36)
         if message is None or "end" in message[0]:
             return
         header, payload = message
+        begun = cpu_seconds()
         result, data = run_one(torch, harness, fn, header, payload, device, path)
+        result["cases_cpu_s"] = round(cpu_seconds() - begun, 3)   # compiles (ptxas included) and the run
         channel.send(result, data)
         if result.get("status") == "fault":
             return
+
+
+def cpu_seconds():
+    """CPU time of this process since it was forked (or started), and of the children it waited
+    for (Triton's ptxas and compiler runs)."""
+    spent = os.times()
+    return spent.user + spent.system + spent.children_user + spent.children_system
 
 
 CU_CTX_SCHED_BLOCKING_SYNC = 0x4

@@ -191,7 +191,8 @@ def _run(lesson: GradeLesson, submissions: list[Submission], runner, options: Gr
             pending = [u for k in range(procs) for u in ordered[k::procs]]
         chunk = options.chunk or (-(-len(pending) // procs) if local else 50)
         chunks = plan(pending, work, lesson.checker, chunk, jobs, timeout, options.sandbox,
-                      runner.kind == "interpreter" or not info["cuda"], len(lesson.spec.checks.cases))
+                      runner.kind == "interpreter" or not info["cuda"], len(lesson.spec.checks.cases),
+                      share=local and procs > 1)
         progress(f"grade {len(pending)} distinct submission(s) ({outcome.cached} from the cache) on {runner.label}: "
                  f"{info['device']} · torch {info['torch']} · triton {info['triton']} · "
                  f"sandbox {options.sandbox} · "

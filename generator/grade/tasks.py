@@ -82,16 +82,20 @@ class Chunk:
 
 
 def plan(units: list[Unit], folder: Path, checker: str, chunk: int, jobs: int, timeout: float, sandbox: str,
-         interpreter: bool, cases: int) -> list[Chunk]:
+         interpreter: bool, cases: int, share: bool = False) -> list[Chunk]:
     """Job folders under folder (emptied first), chunk units each: job.json, grade_job.py,
-    check.py and the units' files."""
+    check.py and the units' files. share: the jobs run at once on one machine and take each
+    other's units when done with their own (claimed in folder/claims)."""
     if folder.exists():
         shutil.rmtree(folder)
     chunks = []
     size = max(1, chunk)
+    names = [f"task-{index:04d}" for index in range(-(-len(units) // size))]
+    if share:
+        (folder / "claims").mkdir(parents=True)
     for index, start in enumerate(range(0, len(units), size)):
         mine = units[start:start + size]
-        task_dir = folder / f"task-{index:04d}"
+        task_dir = folder / names[index]
         (task_dir / "units").mkdir(parents=True)
         entries = []
         for unit in mine:
@@ -103,10 +107,13 @@ def plan(units: list[Unit], folder: Path, checker: str, chunk: int, jobs: int, t
                             "cell": unit.cell})
         job = {"units": entries, "checker": "check.py", "jobs": jobs, "case_timeout": timeout,
                "start_margin": min(START_MARGIN_S, max(30.0, timeout)), "interpreter": interpreter, "sandbox": sandbox}
+        if share:   # the others from the next one on, so that the jobs done first spread over them
+            others = names[index + 1:] + names[:index]
+            job["share"] = {"claims": "../claims", "jobs": [f"../{name}" for name in others]}
         (task_dir / "job.json").write_text(json.dumps(job, indent=1), encoding="utf-8")
         (task_dir / "check.py").write_text(checker, encoding="utf-8")
         shutil.copyfile(GRADE_JOB, task_dir / "grade_job.py")
-        waves = math.ceil(len(mine) / max(1, jobs))
+        waves = math.ceil((len(units) if share else len(mine)) / max(1, jobs))   # sharing: it may run them all
         limit = min(MAX_TASK_S, START_S + waves * cases * timeout)
         chunks.append(Chunk(Task(f"grade-{index:04d}", task_dir, ["{python}", "grade_job.py"], limit), mine))
     return chunks
@@ -122,11 +129,12 @@ class Finished:
 
 
 def collect_results(chunks: list[Chunk], results: list[TaskResult], store: ResultStore) -> Finished:
-    refused, missing, tasks = [], {}, []
+    refused, missing, tasks, broken = [], {}, [], {}
+    for chunk in chunks:   # every folder first: a unit's result may lie in another job's (share)
+        broken.update(harvest_one(chunk.task.folder, store)[1])
     for chunk, result in zip(chunks, results):
         folder = chunk.task.folder
         summary = read_json(folder / "result.json") or {}
-        _, broken = harvest_one(folder, store)
         tasks.append({"task": chunk.task.name, "units": len(chunk.units), "state": result.state,
                       "job_id": result.job_id, "seconds": round(result.seconds, 1),
                       "sandbox": summary.get("sandbox", "?")})
