@@ -135,6 +135,11 @@ def phases(cache: Path) -> dict[str, float]:
     cases = mean(sum(c.get("seconds") or 0.0 for c in r.get("cases") or []) for r in rows)
     found = {"unit": unit, "waited": waited, "start": start, "cases": cases, "rest": unit - waited - cases,
              "workers": timed("children", 0), "start_cpu": timed("startup_cpu_s"), "cases_cpu": timed("cases_cpu_s")}
+    by_case: dict[str, list[float]] = {}
+    for r in rows:
+        for c in r.get("cases") or []:
+            by_case.setdefault(str(c.get("id")), []).append(c.get("seconds") or 0.0)
+    found["slowest"] = sorted(((mean(v), k) for k, v in by_case.items()), reverse=True)[:4]
     clocks = [r["clock"] for r in rows if isinstance(r.get("clock"), list) and len(r["clock"]) == 2]
     if clocks:
         found.update(first=min(c[0] for c in clocks), last=max(c[1] for c in clocks),
@@ -187,10 +192,10 @@ def print_phases(root: Path, args) -> None:
     """Where grading's time went, per lesson: means per submission (phases), the machine's CPU while
     grade ran (the whole machine, /proc/stat: other work counts too), and the timeline: grade's
     start-up before its first check, the span of the checks with how many ran at once on average,
-    and what came after the last."""
+    and what came after the last; and the lesson's slowest cases."""
     print(f"{'where the time went':22} {'check s':>8} {'wait s':>7} {'cases s':>8} {'rest s':>7} {'workers':>8} "
           f"{'start s':>8} {'start CPU':>10} {'cases CPU':>10} {'CPU busy':>9} {'core-s/sub':>11}")
-    timelines = []
+    timelines, slowest = [], []
     for lesson_id in args.lessons.split(","):
         found = phases(root / lesson_id / "cache")
         run_file = root / lesson_id / "run.json"
@@ -202,6 +207,7 @@ def print_phases(root: Path, args) -> None:
         print(f"{lesson_id:22} {found['unit']:8.2f} {found['waited']:7.2f} {found['cases']:8.2f} {found['rest']:7.2f} "
               f"{found['workers']:8.2f} {found['start']:8.2f} {found['start_cpu']:10.2f} {found['cases_cpu']:10.2f} "
               f"{busy:>9} {per:>11}")
+        slowest.append(f"{lesson_id:22} " + ", ".join(f"{k} {v:.2f}" for v, k in found["slowest"]))
         if "first" in found and "began" in run:
             span = max(found["last"] - found["first"], 1e-9)
             timelines.append(f"{lesson_id:22} {run['ended'] - run['began']:8.1f} {found['first'] - run['began']:9.1f} "
@@ -210,6 +216,8 @@ def print_phases(root: Path, args) -> None:
         print(f"{'timeline':22} {'grade s':>8} {'before s':>9} {'checks s':>8} {'at once':>9} {'after s':>7}"
               f"   (of {args.jobs} at once)")
         print("\n".join(timelines))
+    print("slowest cases (mean s per submission, time-outs included)")
+    print("\n".join(slowest))
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -33,9 +33,11 @@ class MarkdownProblem(ValueError):
 
 
 @lru_cache(maxsize=None)
-def _parser(html: bool = False) -> MarkdownIt:
-    """One parser per setting: building one costs more than parsing a unit (parse() keeps no state)."""
-    return MarkdownIt("commonmark", {"html": html}).enable(["table", "strikethrough"])
+def _parser(html: bool = False, inline: bool = True) -> MarkdownIt:
+    """One parser per setting: building one costs more than parsing a unit (parse() keeps no state).
+    inline=False: the blocks only, each inline token's children left empty (parse_blocks)."""
+    md = MarkdownIt("commonmark", {"html": html}).enable(["table", "strikethrough"])
+    return md if inline else md.disable("inline")
 
 
 def _role(token: Token) -> str:
@@ -92,8 +94,9 @@ def _odd_dollar_line(span: list[str]) -> int:
 
 
 def check_markdown(text: str, pack_files: set[str], name: str, tokens: list[Token] | None = None) -> list[str]:
-    """Problems in the rendered Markdown: unclosed fences, unbalanced math, dead links."""
-    tokens = tokens if tokens is not None else parse(text)
+    """Problems in the rendered Markdown: unclosed fences, unbalanced math, dead links. tokens:
+    parse(text) or parse_blocks(text) (the default)."""
+    tokens = tokens if tokens is not None else parse_blocks(text)
     lines = text.splitlines()
     problems: list[str] = []
     anchors = {_slug(tokens[i + 1].content) for i, t in enumerate(tokens) if t.type == "heading_open"}
@@ -112,11 +115,11 @@ def check_markdown(text: str, pack_files: set[str], name: str, tokens: list[Toke
 def _inline_problems(token: Token, anchors: set[str], pack_files: set[str], name: str) -> list[str]:
     line = token.map[0] + 1 if token.map else 0
     problems = []
-    dollars = sum(len(re.findall(r"(?<!\\)\$", child.content)) for child in token.children or []
-                  if child.type == "text")
+    children = token.children or _children(token.content)
+    dollars = sum(len(re.findall(r"(?<!\\)\$", child.content)) for child in children if child.type == "text")
     if dollars % 2:
         problems.append(f"{name}:{line}: unbalanced $ math delimiters")
-    for child in token.children or []:
+    for child in children:
         target = child.attrs.get("href") or child.attrs.get("src") if child.type in ("link_open", "image") else None
         if not target or EXTERNAL.match(str(target)):
             continue
@@ -136,6 +139,34 @@ def _slug(heading: str) -> str:
 
 def parse(text: str) -> list[Token]:
     return parse_by_section(_parser(), text)
+
+
+def parse_blocks(text: str) -> list[Token]:
+    """parse(text) without the inline tokens' children: the blocks are all that split_cells needs,
+    and check_markdown parses the few inline contents that can hold a problem (_children). The
+    inline parse is half of a parse, and most paragraphs have nothing to check."""
+    if REFERENCE_LINE.search(text):   # reference links reach across blocks: parsed whole, children too
+        return _parser().parse(text)
+    return parse_by_section(_parser(inline=False), text)
+
+
+# What can put a $ into an inline's text or make a link or an image: a $ or a bracket, an entity,
+# a URL autolink (its text is percent-decoded). Inline content without any of them has neither.
+INLINE_PROBLEM = re.compile(r"[$\[]|&#?\w+;|<[A-Za-z][A-Za-z0-9+.\-]{1,31}:")
+_INLINE: dict[str, list[Token]] = {}   # inline content -> its children, as the full parse makes them
+
+
+def _children(content: str) -> list[Token]:
+    """The children of an inline token that parse_blocks left empty, where they can matter to
+    check_markdown; none where INLINE_PROBLEM finds nothing."""
+    if not INLINE_PROBLEM.search(content):
+        return []
+    found = _INLINE.get(content)
+    if found is None:
+        if len(_INLINE) >= SECTIONS_KEPT:
+            _INLINE.clear()
+        found = _INLINE[content] = _parser().parseInline(content)[0].children   # the core rules on this content alone
+    return found
 
 
 HEADING_LINE = re.compile(r"#{1,6}(?:[ \t]|$)")
@@ -189,6 +220,7 @@ def forget_sections() -> None:
     is shared is a lesson's own documents, as in any course (the synthetic course of
     bench/build_bench.py, copies of one lesson, would otherwise share sections across lessons)."""
     _SECTIONS.clear()
+    _INLINE.clear()
 
 
 def _sections(text: str) -> list[tuple[int, str]]:

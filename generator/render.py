@@ -17,7 +17,7 @@ from generator.codegen import blank_index, render_code
 from generator.errors import CoursepackError
 from generator.html import pack_page
 from generator.loader import CourseContent, Lesson
-from generator.markdown import Cell, check_markdown, parse, split_cells
+from generator.markdown import Cell, check_markdown, parse_blocks, split_cells
 from generator.model import LessonText, Locale, Mistake
 from generator.notebook import build_notebook
 from generator.pack import Edition, Pack, manifest
@@ -124,7 +124,7 @@ def _render_pack(ctx: LessonContext, env: jinja2.Environment, page: bool, alone:
     pack = Pack(spec.id, ctx.locale, ctx.edition)
     code = ctx.code()
     document = env.get_template("pack/lesson.md.j2").render(_lesson_vars(ctx, env, code))
-    tokens = parse(document)   # one parse: the checks, lesson.md and the notebook all use it
+    tokens = parse_blocks(document)   # one parse: the checks, lesson.md and the notebook all use it
     lesson_md, cells = split_cells(document, tokens)
     pack.files[spec.kernel_file] = code.encode()
     pack.files["lesson.md"] = lesson_md.encode()

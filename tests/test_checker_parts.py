@@ -312,3 +312,21 @@ def test_a_session_keeps_its_spare_workers_started_and_replaces_each_one_taken(r
     session.close()
     assert sorted(killed) == [4, 5, 6] and session.spares == []
     assert session.take_worker().n == 7 and len(started) == 8   # after the end: no spare kept, none wasted
+
+
+def test_the_factory_warms_tritons_compiler_without_cuda_and_leaves_nothing(tmp_path):
+    """warm_compiler compiles a kernel of ours for the GPU NVML names (here: said to be 90), starts
+    no thread and no CUDA, and leaves Triton's cache setting as it was."""
+    import subprocess
+    import sys
+    script = (
+        "import os, sys; sys.path.insert(0, sys.argv[1]); import torch, triton\n"
+        "from generator.checker import environment as e\n"
+        "e.nvml_capability = lambda: 90\n"
+        "threads = e.thread_count(); os.environ['TRITON_CACHE_DIR'] = sys.argv[2]\n"
+        "print(e.warm_compiler(), e.thread_count() == threads, os.environ['TRITON_CACHE_DIR'] == sys.argv[2],\n"
+        "      torch.cuda.is_initialized(), os.listdir(sys.argv[2]))\n")
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    done = subprocess.run([sys.executable, "-c", script, str(join.HERE.parents[1]), str(tmp_path)], env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert done.stdout.split("\n")[0] == "True True True False []", done.stdout + done.stderr[-2000:]

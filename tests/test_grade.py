@@ -402,3 +402,40 @@ def test_local_grading_splits_the_judging_over_a_process_per_four_jobs():
     from generator.grade.run import trusted_processes
     assert trusted_processes(16, 600) == 4 and trusted_processes(16, 3) == 3
     assert trusted_processes(2, 600) == 1 and trusted_processes(1, 1) == 1
+
+
+def test_launchers_are_made_once_from_the_answer_before_a_sandboxed_class_runs(lesson, tmp_path):
+    """seed_launchers: in a build folder without Triton's launchers, the lesson's answer (never a
+    student's code) is checked once, unsandboxed, in the runner's Triton cache; then not again."""
+    from generator.grade.run import seed_launchers
+    from generator.runners import TaskResult
+    ran, lines = [], []
+
+    class FakeRunner:
+        cache_dir = tmp_path / "triton-cache"
+
+        def run_tasks(self, tasks, progress=None, parallel=1):
+            [task] = tasks
+            ran.append((task.argv, (task.folder / lesson.spec.kernel_file).read_text(encoding="utf-8"),
+                        (task.folder / "check.py").read_text(encoding="utf-8")))
+            made = self.cache_dir / f"LAUNCHER{len(ran)}"   # what Triton leaves: a folder holding only a C module
+            made.mkdir(parents=True)
+            (made / "__triton_launcher.so").write_bytes(b"\x7fELF")
+            return [TaskResult(task.name, "COMPLETED", 0, "", "", 2.5)]
+
+    assert "tl.maximum" in lesson.answer or "tl.where" in lesson.answer
+    seed_launchers(lesson, FakeRunner(), tmp_path / "build", "runner-id", 10.0, lines.append)
+    assert len(ran) == 1 and ran[0][0][:3] == ["{python}", "check.py", lesson.spec.kernel_file]
+    assert ran[0][1] == lesson.answer and ran[0][2] == lesson.checker and "launchers made" in lines[-1]
+    assert not (tmp_path / "build" / "work" / f"grade-seed-{lesson.id}").exists()
+    seed_launchers(lesson, FakeRunner(), tmp_path / "build", "runner-id", 10.0, lines.append)
+    assert len(ran) == 1   # made already for this checker and runner
+    seed_launchers(lesson, FakeRunner(), tmp_path / "build", "another-runner", 10.0, lines.append)
+    assert len(ran) == 2
+
+
+def test_a_kit_has_no_answer_to_make_launchers_from(lesson, tmp_path):
+    from generator.grade.lesson import load_kit, save_kit
+    save_kit(lesson, tmp_path / "kit.json")
+    assert load_kit(tmp_path / "kit.json").answer is None
+    assert lesson.answer not in (tmp_path / "kit.json").read_text(encoding="utf-8")

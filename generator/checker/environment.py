@@ -115,6 +115,65 @@ def lean_interpreter():
         pass
 
 
+def warm_compiler():
+    """A process's first Triton compile also sets up what every later one reuses (its language's
+    builtins read, ptxas asked its version ...): 0.26 CPU s on an H200 host, against 0.09 s warm.
+    Done here, in the factory, on a tiny kernel of ours for the GPU that NVML reports (no CUDA
+    starts), in a cache of its own that is then deleted: each worker forked afterwards starts warm."""
+    capability = nvml_capability()
+    if capability is None:
+        return False
+    import shutil
+    import tempfile
+    saved = os.environ.get("TRITON_CACHE_DIR")
+    cache = tempfile.mkdtemp(prefix="coursepack-warm-")
+    try:
+        import triton
+        import triton.language as tl
+        from triton.backends.compiler import GPUTarget
+        from triton.compiler import ASTSource
+
+        @triton.jit
+        def warm(x_ptr, n, BLOCK: tl.constexpr):
+            offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+            tl.store(x_ptr + offsets, tl.load(x_ptr + offsets, mask=offsets < n) + 1, mask=offsets < n)
+
+        os.environ["TRITON_CACHE_DIR"] = cache
+        triton.compile(ASTSource(warm, {"x_ptr": "*fp32", "n": "i32", "BLOCK": "constexpr"}, constexprs={"BLOCK": 128}),
+                       target=GPUTarget("cuda", capability, 32))
+        return True
+    except Exception:   # another Triton, no source to read, no ptxas: each worker's first compile warms it
+        return False
+    finally:
+        if saved is None:
+            os.environ.pop("TRITON_CACHE_DIR", None)
+        else:
+            os.environ["TRITON_CACHE_DIR"] = saved
+        shutil.rmtree(cache, ignore_errors=True)
+
+
+def nvml_capability():
+    """The first GPU's compute capability as Triton writes it (90 for an H200), through NVML, which
+    starts no CUDA; None where NVML cannot say."""
+    import ctypes
+    try:
+        nvml = ctypes.CDLL("libnvidia-ml.so.1")
+        if nvml.nvmlInit_v2() != 0:
+            return None
+    except (OSError, AttributeError):
+        return None
+    try:
+        handle, major, minor = ctypes.c_void_p(), ctypes.c_int(), ctypes.c_int()
+        if (nvml.nvmlDeviceGetHandleByIndex_v2(0, ctypes.byref(handle)) != 0 or
+                nvml.nvmlDeviceGetCudaComputeCapability(handle, ctypes.byref(major), ctypes.byref(minor)) != 0):
+            return None
+        return major.value * 10 + minor.value
+    except AttributeError:
+        return None
+    finally:
+        nvml.nvmlShutdown()
+
+
 def warm_compile_key():
     """Triton hashes its own source files for its compile-cache keys, once per process (0.4 s on an
     H200 host). Computed in a parent (it starts no CUDA), every forked child inherits it."""

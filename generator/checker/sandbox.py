@@ -279,7 +279,7 @@ def triton_cache_dir():
     return os.environ.get("TRITON_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".triton", "cache")
 
 
-def _launcher_entries(cache):
+def launcher_entries(cache):
     """The entries of a Triton cache that hold only a compiled C module (a kernel signature's launcher,
     the driver's utilities): never a compiled kernel, whose IR would show its source."""
     try:
@@ -300,10 +300,10 @@ def _launcher_entries(cache):
 
 
 def stage_launcher_seed(cache):
-    """A folder holding copies of the launchers in Triton's cache `cache` (see _launcher_entries),
+    """A folder holding copies of the launchers in Triton's cache `cache` (see launcher_entries),
     for the sandbox to mount: the sandbox never sees the cache itself (the answer's compiled kernels
     are there when the instructor's build ran it). None when there is none."""
-    entries = _launcher_entries(cache) if cache else []
+    entries = launcher_entries(cache) if cache else []
     if not entries:
         return None
     import tempfile

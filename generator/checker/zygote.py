@@ -19,7 +19,7 @@ import sys
 import time
 
 from .common import leave
-from .environment import prepare, warm_compile_key
+from .environment import prepare, warm_compile_key, warm_compiler
 from .protocol import Channel
 from .sandbox import isolate
 from .worker import SCRATCH, serve  # noqa: F401
@@ -28,8 +28,9 @@ from .worker import SCRATCH, serve  # noqa: F401
 def serve_requests(ctl, setup):
     """The factory's loop (in the factory process)."""
     children = {}   # worker id -> pid
-    if setup["use_gpu"]:
-        warm_compile_key()   # here, while the trusted side computes the cases: every worker inherits it
+    if setup["use_gpu"]:   # here, while the trusted side computes the cases: every worker inherits them
+        warm_compile_key()
+        warm_compiler()
     ctl.send(json.dumps({"ready": setup}).encode())
     while True:
         readable, _, _ = select.select([ctl], [], [], 0.05 if children else 1.0)

@@ -106,6 +106,7 @@ class GradeLesson:
     source_locale: str
     languages: dict[str, Language]
     mistake_codes: dict[str, str] = field(default_factory=dict)   # mistake id -> its fill, or old -> new
+    answer: str | None = None     # the kernel file filled with the answer (from the content; never in a kit)
 
     @property
     def id(self) -> str:
@@ -159,6 +160,7 @@ def load_lesson(content_dir: Path, lesson_id: str) -> GradeLesson:
         raise GradeError(f"no published lesson '{lesson_id}' in {content_dir} (published: {known})")
     entry = next(e for e in content.course.lessons if e.id == lesson_id)
     languages = {}
+    source = LessonContext(content, lesson, content.course.source_locale, "exercise")
     for locale in content.course.locales:
         texts = dict(content.locales[locale].grade)
         missing = [key for key in TEXT_KEYS if key not in texts]
@@ -170,7 +172,7 @@ def load_lesson(content_dir: Path, lesson_id: str) -> GradeLesson:
                                      ui.heading(lesson_id, entry.number), ui.pack.colon)
     mistakes = {m.id: m.fill if m.fill is not None else f"{m.replace.old.strip()} -> {m.replace.new.strip()}"
                 for m in lesson.spec.checks.mistakes}
-    return GradeLesson(lesson.spec, content.course.source_locale, languages, mistakes)
+    return GradeLesson(lesson.spec, content.course.source_locale, languages, mistakes, source.code(answer=True))
 
 
 def kit_json(lesson: GradeLesson) -> str:

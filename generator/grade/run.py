@@ -21,7 +21,7 @@ from typing import Any, Callable
 
 from generator.archive import replace_dir
 from generator.cache import BuildCache, key, write_text_atomically
-from generator.checker.sandbox import sandbox_problem
+from generator.checker.sandbox import launcher_entries, sandbox_problem
 from generator.grade import gradescope as gs
 from generator.grade.collect import Submission, collect, read_tree, submission_of
 from generator.grade.feedback import check_lines, write_feedback
@@ -31,9 +31,9 @@ from generator.grade.pages import html_page
 from generator.grade.roster import Student, read_roster
 from generator.grade.rows import Row, assign_slugs, make_row, people
 from generator.grade.summary import CHART, score_chart, summary_markdown
-from generator.grade.tasks import ResultStore, Unit, collect_results, harvest, plan, unit_key
+from generator.grade.tasks import START_S, ResultStore, Unit, collect_results, harvest, plan, unit_key
 from generator.resources import TEMPLATES
-from generator.runners import make_runner
+from generator.runners import Task, make_runner
 
 SUBMISSIONS_PER_PROCESS = 4
 
@@ -82,15 +82,17 @@ def _stderr(message: str) -> None:
 
 def grade(options: GradeOptions, progress: Progress = _stderr) -> GradeOutcome:
     started = time.monotonic()
-    lesson = load_lesson(options.content, options.lesson)
     build = options.build or options.content.resolve().parent / "build"
+    build.mkdir(parents=True, exist_ok=True)   # the runners start in it (a new --cache folder too)
+    runner = _runner(options, build, progress)
+    if options.submissions is not None and options.submissions.exists():
+        runner.warm_up()   # the task server imports torch while the lesson and the submissions are read
+    lesson = load_lesson(options.content, options.lesson)
     out = options.out or build / "grades" / lesson.id
     _check_out(out)
     locales = list(lesson.languages)
     if options.locale and options.locale not in locales:
         raise GradeError(f"--locale {options.locale}: not one of the course's languages ({', '.join(locales)})")
-    build.mkdir(parents=True, exist_ok=True)   # the runners start in it (a new --cache folder too)
-    runner = _runner(options, build, progress)
     roster = read_roster(options.roster, locales) if options.roster else None
     if not options.submissions.exists():
         raise GradeError(f"{options.submissions}: no such file or folder")
@@ -160,6 +162,8 @@ def _runner(options: GradeOptions, build: Path, progress: Progress):
 def _run(lesson: GradeLesson, submissions: list[Submission], runner, options: GradeOptions, build: Path,
          outcome: GradeOutcome, progress: Progress) -> tuple[dict[int, dict], dict[int, str]]:
     """Each gradable submission's result (by id() of the submission), and why some have none."""
+    if any(s.code is not None and s.problem is None for s in submissions):
+        runner.warm_up()   # (if not yet) the task server imports torch while the probe runs
     info = runner.probe(build, BuildCache(build).probes / f"{runner.kind}.json")
     runner.check_usable(info)
     identity = key(runner.identity(), json.dumps(info, sort_keys=True))
@@ -181,8 +185,9 @@ def _run(lesson: GradeLesson, submissions: list[Submission], runner, options: Gr
     outcome.cached, outcome.ran = len(units) - len(pending), len(pending)
     missing: dict[str, str] = {}
     if pending:
-        runner.warm_up()   # the task server imports torch while the job folders are written
         local = runner.kind in ("cuda", "interpreter")
+        if local and info["cuda"] and runner.kind == "cuda" and options.sandbox == "on":
+            seed_launchers(lesson, runner, build, identity, timeout, progress)
         procs = trusted_processes(options.jobs, len(pending)) if local and not options.chunk else 1
         jobs = max(1, options.jobs // procs)
         if procs > 1:   # in the order of their keys (a hash), whatever order the folder had: each
@@ -225,6 +230,38 @@ def _run(lesson: GradeLesson, submissions: list[Submission], runner, options: Gr
             results[sid] = dict(data, edits_outside_blank=edits, fill=fill)
     failures = {sid: missing.get(unit, "no result") for sid, unit in key_of.items() if sid not in results}
     return results, failures
+
+
+def seed_launchers(lesson: GradeLesson, runner, build: Path, identity: str, timeout: float,
+                   progress: Progress) -> None:
+    """Triton's launchers for the lesson's kernels in the runner's Triton cache, once per lesson,
+    checker and runner. Triton compiles with gcc a C launcher for each kernel signature and its
+    driver's utilities, once per cache: a sandboxed worker's cache is its own, so each one would
+    compile them again (1.2 CPU s per submission on the H200 host) unless the sandbox seeds it
+    with copies (stage_launcher_seed). An instructor's build leaves them there; for a build folder
+    without, the lesson's answer is checked once here (our code, not a student's) to make them."""
+    if lesson.answer is None or runner.cache_dir is None:
+        return
+    marker = BuildCache(build).root / "grade-seed" / key(lesson.checker_hash, identity)
+    if marker.exists() and launcher_entries(str(runner.cache_dir)):
+        return
+    folder = build / "work" / f"grade-seed-{lesson.id}"
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True)
+    (folder / "check.py").write_text(lesson.checker, encoding="utf-8")
+    (folder / lesson.spec.kernel_file).write_text(lesson.answer, encoding="utf-8")
+    task = Task("grade-seed", folder, ["{python}", "check.py", lesson.spec.kernel_file, "--json", "--timeout",
+                                       str(timeout)], START_S + len(lesson.spec.checks.cases) * timeout)
+    [result] = runner.run_tasks([task], progress)
+    if result.state == "COMPLETED" and launcher_entries(str(runner.cache_dir)):
+        marker.parent.mkdir(parents=True, exist_ok=True)
+        marker.write_text(lesson.id, encoding="utf-8")
+        shutil.rmtree(folder, ignore_errors=True)
+        progress(f"Triton's launchers made from the lesson's answer in {result.seconds:.1f} s (each sandboxed "
+                 "worker starts with copies)")
+    else:
+        progress(f"the lesson's answer did not pass on the runner ({result.detail or result.state}; {folder}): "
+                 "each sandboxed worker compiles Triton's launchers itself")
 
 
 def trusted_processes(jobs: int, units: int) -> int:
