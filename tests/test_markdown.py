@@ -104,3 +104,49 @@ def test_parsing_by_section_gives_the_tokens_of_the_whole():
     for page in sorted(real.glob("*/lesson.md")):
         text = page.read_text(encoding="utf-8")
         assert _shape(parse(text)) == _shape(_parser().parse(text)), page
+
+
+INLINE_EDGES = """# Edges
+
+An entity dollar &#36; and &dollar; and &#x24; here.
+
+An escaped \\$ and a [link](missing.md) and ![an image](missing.png).
+
+An autolink <ftp://example.org/x> and <http://example.org/a%24b> and <mailto:me@example.org>.
+
+Code `a < b && c[0]` only, and <em>raw</em> text.
+
+A reference-looking [bracket] alone; [y](#edges) [z](#nowhere).
+"""
+
+
+def _real_documents():
+    root = Path(__file__).resolve().parent
+    return [TRICKY, INLINE_EDGES, DOC] + [p.read_text(encoding="utf-8") for p in sorted(root.glob("golden/*/lesson.md"))] \
+        + [p.read_text(encoding="utf-8") for p in sorted(root.glob("golden_quarto/*/*/lesson.qmd"))]
+
+
+def test_checking_the_blocks_finds_what_the_full_parse_finds():
+    """check_markdown on parse_blocks (inline content parsed only where it can hold a problem)
+    reports exactly what it reports on the full parse."""
+    from generator.markdown import parse, parse_blocks
+    for text in _real_documents():
+        for files in (set(), {"lesson.md", "check.py", "missing.md"}):
+            full = check_markdown(text, files, "x.md", parse(text))
+            assert check_markdown(text, files, "x.md", parse_blocks(text)) == full
+            assert check_markdown(text, files, "x.md") == full
+    found = check_markdown(INLINE_EDGES, set(), "x.md")
+    assert "x.md:3: unbalanced $ math delimiters" in found
+    assert "x.md:7: link to a file not in the pack: ftp://example.org/x" in found
+    assert "x.md:11: link to a missing heading #nowhere" in found
+
+
+def test_inline_content_without_a_trigger_has_nothing_to_check():
+    """The premise of parse_blocks: an inline token whose content INLINE_PROBLEM does not match
+    has no link, no image and no $ in its text, in the full parse."""
+    from generator.markdown import INLINE_PROBLEM, _parser
+    for text in _real_documents():
+        for token in _parser().parse(text):
+            if token.type == "inline" and not INLINE_PROBLEM.search(token.content):
+                assert not [c for c in token.children if c.type in ("link_open", "image")
+                            or c.type == "text" and "$" in c.content], token.content
