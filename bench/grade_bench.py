@@ -114,8 +114,9 @@ def phases(cache: Path) -> dict[str, float]:
     """Means over the graded submissions (grade's result cache): the whole check of one file; its
     wait for its workers (with spares ready, less than their starts: fork, sandbox, CUDA); its cases
     as the worker timed them (compiles included); the rest (inputs, outputs and judging); the
-    workers' start and their CPU (start, cases: compiles included); how many workers it took; and
-    when the checks ran (epoch seconds: first began, last ended, their total)."""
+    workers' start (of it, the sandbox's set-up) and their CPU (start, cases: compiles included); how
+    many workers it took; when the checks ran (epoch seconds: first began, last ended, their total);
+    and the slowest cases (mean seconds, mean worker CPU)."""
     rows = []
     for path in cache.glob("cache/grade/*.json"):
         try:
@@ -135,11 +136,13 @@ def phases(cache: Path) -> dict[str, float]:
     cases = mean(sum(c.get("seconds") or 0.0 for c in r.get("cases") or []) for r in rows)
     found = {"unit": unit, "waited": waited, "start": start, "cases": cases, "rest": unit - waited - cases,
              "workers": timed("children", 0), "start_cpu": timed("startup_cpu_s"), "cases_cpu": timed("cases_cpu_s")}
-    by_case: dict[str, list[float]] = {}
+    found["isolated"] = timed("isolated_s")
+    by_case: dict[str, list[tuple[float, float]]] = {}
     for r in rows:
         for c in r.get("cases") or []:
-            by_case.setdefault(str(c.get("id")), []).append(c.get("seconds") or 0.0)
-    found["slowest"] = sorted(((mean(v), k) for k, v in by_case.items()), reverse=True)[:4]
+            by_case.setdefault(str(c.get("id")), []).append((c.get("seconds") or 0.0, c.get("worker_cpu_s") or 0.0))
+    found["slowest"] = sorted(((mean(s for s, _ in v), k, mean(c for _, c in v)) for k, v in by_case.items()),
+                              reverse=True)[:4]
     clocks = [r["clock"] for r in rows if isinstance(r.get("clock"), list) and len(r["clock"]) == 2]
     if clocks:
         found.update(first=min(c[0] for c in clocks), last=max(c[1] for c in clocks),
@@ -194,7 +197,7 @@ def print_phases(root: Path, args) -> None:
     start-up before its first check, the span of the checks with how many ran at once on average,
     and what came after the last; and the lesson's slowest cases."""
     print(f"{'where the time went':22} {'check s':>8} {'wait s':>7} {'cases s':>8} {'rest s':>7} {'workers':>8} "
-          f"{'start s':>8} {'start CPU':>10} {'cases CPU':>10} {'CPU busy':>9} {'core-s/sub':>11}")
+          f"{'start s':>8} {'isolate s':>9} {'start CPU':>10} {'cases CPU':>10} {'CPU busy':>9} {'core-s/sub':>11}")
     timelines, slowest = [], []
     for lesson_id in args.lessons.split(","):
         found = phases(root / lesson_id / "cache")
@@ -205,9 +208,10 @@ def print_phases(root: Path, args) -> None:
         if not found:
             continue
         print(f"{lesson_id:22} {found['unit']:8.2f} {found['waited']:7.2f} {found['cases']:8.2f} {found['rest']:7.2f} "
-              f"{found['workers']:8.2f} {found['start']:8.2f} {found['start_cpu']:10.2f} {found['cases_cpu']:10.2f} "
+              f"{found['workers']:8.2f} {found['start']:8.2f} {found['isolated']:9.2f} {found['start_cpu']:10.2f} "
+              f"{found['cases_cpu']:10.2f} "
               f"{busy:>9} {per:>11}")
-        slowest.append(f"{lesson_id:22} " + ", ".join(f"{k} {v:.2f}" for v, k in found["slowest"]))
+        slowest.append(f"{lesson_id:22} " + ", ".join(f"{k} {v:.2f} (CPU {c:.2f})" for v, k, c in found["slowest"]))
         if "first" in found and "began" in run:
             span = max(found["last"] - found["first"], 1e-9)
             timelines.append(f"{lesson_id:22} {run['ended'] - run['began']:8.1f} {found['first'] - run['began']:9.1f} "
@@ -216,7 +220,7 @@ def print_phases(root: Path, args) -> None:
         print(f"{'timeline':22} {'grade s':>8} {'before s':>9} {'checks s':>8} {'at once':>9} {'after s':>7}"
               f"   (of {args.jobs} at once)")
         print("\n".join(timelines))
-    print("slowest cases (mean s per submission, time-outs included)")
+    print("slowest cases (mean s per submission, time-outs included; the worker's CPU in it)")
     print("\n".join(slowest))
 
 

@@ -118,8 +118,13 @@ def main():
     results = Path("results")
     results.mkdir(exist_ok=True)
     checker = load_checker(job["checker"])
-    # many workers at once, each with a small torch thread pool rather than one thread per core
-    os.environ["COURSEPACK_CHILD_THREADS"] = str(max(1, (os.cpu_count() or 1) // max(1, int(job["jobs"]))))
+    # many workers at once, each with a small torch thread pool rather than one thread per core, and
+    # the jobs that share this machine (share) each with their part of the cores for the cases
+    together = 1 + len((job.get("share") or {}).get("jobs", []))
+    cores = os.cpu_count() or 1
+    os.environ["COURSEPACK_CHILD_THREADS"] = str(max(1, cores // (together * max(1, int(job["jobs"])))))
+    if together > 1 and "torch" in sys.modules:   # forked from the task server: torch ran nothing yet
+        sys.modules["torch"].set_num_threads(max(1, cores // together))
     queue = Queue(job, results)
     jobs = max(1, int(job["jobs"]))
     session, label, refused = open_session(job, checker, len(queue.units))

@@ -308,7 +308,7 @@ class Supervisor:
         self.env, self.load_error, self.results = None, None, {}
         # as the workers report them (diagnostics only, never a verdict): seconds from fork to a
         # working CUDA context, and their CPU; waited_s: this check's own wait for its workers
-        self.timing = {"children": 0, "startup_s": 0.0, "loaded_s": 0.0, "waited_s": 0.0,
+        self.timing = {"children": 0, "startup_s": 0.0, "isolated_s": 0.0, "loaded_s": 0.0, "waited_s": 0.0,
                        "startup_cpu_s": 0.0, "loaded_cpu_s": 0.0, "cases_cpu_s": 0.0}
         self.seen = {"patched": set(), "events": [], "launched": set(), "inputs_modified": [], "protocol": []}
 
@@ -390,7 +390,7 @@ class Supervisor:
                 "worker_mismatch", wanted="GPU" if self.factory.setup["use_gpu"] else "interpreter")}
             return False
         self.timing["children"] += 1
-        self._add_time(header, "startup_s", "startup_cpu_s")
+        self._add_time(header, "startup_s", "startup_cpu_s", "isolated_s")
         load = {"path": str(self.target.path), "source": None}
         if self.sandboxed:
             load = {"path": f"{SCRATCH_ROOT}/{LESSON['module']}", "source": self.target.text}
@@ -441,7 +441,9 @@ class Supervisor:
             self.results[case_id] = {"status": "crash", "code": self._exit(worker), "stderr": worker.stderr_tail()}
             return False
         self._note(header)
-        self._add_time(header, "cases_cpu_s")
+        cpu = header.get("cpu_s")
+        cpu = float(cpu) if isinstance(cpu, (int, float)) and not isinstance(cpu, bool) and 0 <= cpu < 1e6 else 0.0
+        self.timing["cases_cpu_s"] += cpu
         self.seen["launched"].update(str(k)[:80] for k in header.get("launched") or [] if isinstance(k, str))
         status = header.get("status")
         if status in ("error", "fault"):
@@ -457,7 +459,7 @@ class Supervisor:
             return False
         if not prepared.draw and header.get("inputs_crc") not in (None, prepared.crc):
             self.seen["inputs_modified"].append(case_id)
-        result["seconds"] = seconds
+        result.update(seconds=seconds, worker_cpu_s=round(cpu, 3))   # diagnostics: the worker says so
         self.results[case_id] = result
         return True
 

@@ -203,7 +203,7 @@ def environment(torch, triton, use_gpu):
     return env
 
 
-def serve(channel, use_gpu, started):
+def serve(channel, use_gpu, started, isolated=None):
     """The worker's life: hello, load the code under check, run the cases it is sent, until told
     to end (or right after a GPU fault: the process must not be used again)."""
     import torch
@@ -212,8 +212,10 @@ def serve(channel, use_gpu, started):
         torch.set_num_threads(int(os.environ["COURSEPACK_CHILD_THREADS"]))
     if use_gpu:
         start_cuda(torch)   # its cost counts as start-up, not as case 1
+    # isolated_s: from the fork to the sandbox in place (namespaces, scratch, seed, filters)
     channel.send({"hello": environment(torch, triton, use_gpu), "startup_s": round(time.monotonic() - started, 3),
-                  "startup_cpu_s": round(cpu_seconds(), 3)})
+                  "startup_cpu_s": round(cpu_seconds(), 3),
+                  "isolated_s": round((isolated or started) - started, 3)})
     request, _ = channel.recv()
     load = request["load"]
     path = load["path"]
@@ -244,7 +246,7 @@ def serve(channel, use_gpu, started):
         header, payload = message
         begun = cpu_seconds()
         result, data = run_one(torch, harness, fn, header, payload, device, path)
-        result["cases_cpu_s"] = round(cpu_seconds() - begun, 3)   # compiles (ptxas included) and the run
+        result["cpu_s"] = round(cpu_seconds() - begun, 3)   # compiles (ptxas included) and the run
         channel.send(result, data)
         if result.get("status") == "fault":
             return

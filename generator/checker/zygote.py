@@ -87,9 +87,10 @@ def _worker(fds, request, setup):
         _redirect_output(err_fd)
         if request.get("sandbox") is not None:
             SCRATCH = isolate(request["sandbox"].get("limits"))
+        isolated = time.monotonic()
         sock = socket.socket(fileno=data_fd)
         channel = Channel(sock.makefile("rb"), sock.makefile("wb"))
-        serve(channel, setup["use_gpu"], started)
+        serve(channel, setup["use_gpu"], started, isolated)
     except BaseException:
         import traceback
         traceback.print_exc()
