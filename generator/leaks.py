@@ -67,24 +67,10 @@ def _checker_words() -> str:
     return normalise_lines(joined())
 
 
-@lru_cache(maxsize=1)
-def _checker_starts() -> frozenset[str]:
-    """Every MIN_CHUNK characters of the checker's words: what a text must start with to be in them."""
-    words = _checker_words()
-    return frozenset(words[i:i + MIN_CHUNK] for i in range(len(words) - MIN_CHUNK + 1))
-
-
-def _in_checker(text: str) -> bool:
-    """text in _checker_words(), without a search of its 80,000 characters for most texts."""
-    if len(text) >= MIN_CHUNK and text[:MIN_CHUNK] not in _checker_starts():
-        return False
-    return text in _checker_words()
-
-
 def prepare() -> None:
     """Normalise the checker's own words now: a build does before it forks the workers that scan
     (they inherit them) and scans the course bundles itself."""
-    _checker_starts()
+    _checker_words()
 
 
 def normalise_lines(text: str) -> str:
@@ -115,21 +101,15 @@ def fingerprints(lesson: Lesson, locale: str) -> list[Fingerprint]:
     for extra in lesson.spec.files:
         if extra.edition == "answer":
             secrets[f"answer-only file {extra.name}"] = [lesson.files[extra.name].decode("utf-8")]
-    public = normalise(_public_text(lesson, locale))
+    allowed = normalise(_public_text(lesson, locale)) + _checker_words()
     prints = [Fingerprint("blank fill", normalise(lesson.solution.fill))]
     for source, pieces in secrets.items():
         for piece in pieces:
             for chunk in SPLIT.split(piece):
                 norm = normalise(chunk)
-                if len(norm) >= MIN_CHUNK and not _allowed(norm, public):
+                if len(norm) >= MIN_CHUNK and norm not in allowed:
                     prints.append(Fingerprint(source, norm))
     return prints
-
-
-def _allowed(text: str, public: str) -> bool:
-    """text in public + _checker_words(): in the one, in the other, or across the two."""
-    return text in public or _in_checker(text) or \
-        text in public[max(len(public) - len(text) + 1, 0):] + _checker_words()[:len(text) - 1]
 
 
 def _public_text(lesson: Lesson, locale: str) -> str:
@@ -197,38 +177,12 @@ def _first_found(haystack: str, prints: tuple[Fingerprint, ...]) -> str | None:
     MIN_CHUNK characters occur in the text: linear in the text and the fingerprints, not their
     product. (A pass over the text's pieces costs about as much as 1,000 plain searches of it.)"""
     if len(prints) <= MANY_PRINTS or len(haystack) < MIN_CHUNK:
-        start, end = _checker_ends(haystack)
-        if end - start == len(haystack):
-            return next((fp.source for fp in prints if fp.text in haystack), None)
-        return next((fp.source for fp in prints if fp.text in (haystack if _in_checker(fp.text) else
-                     haystack[max(start - len(fp.text) + 1, 0):end + len(fp.text) - 1])), None)
+        return next((fp.source for fp in prints if fp.text in haystack), None)
     starts = {fp.text[:MIN_CHUNK] for fp in prints}
     found = {piece for piece in (haystack[i:i + MIN_CHUNK] for i in range(len(haystack) - MIN_CHUNK + 1))
              if piece in starts}
     return next((fp.source for fp in prints
                  if (len(fp.text) < MIN_CHUNK or fp.text[:MIN_CHUNK] in found) and fp.text in haystack), None)
-
-
-def _checker_ends(haystack: str) -> tuple[int, int]:
-    """(start, end): haystack[:start] begins the checker's words and haystack[end:] ends them (a
-    check.py: the generic checker around the lesson's data). A text that is not in the checker's
-    words can only be found across haystack[start:end], the rest being part of them."""
-    words = _checker_words()
-    start = _common(haystack, words, lambda text, size, block: text[size:size + block])
-    end = len(haystack) - _common(haystack[start:], words,
-                                  lambda text, size, block: text[len(text) - size - block:len(text) - size])
-    return start, end
-
-
-def _common(a: str, b: str, part, block: int = 4096) -> int:
-    """The length of the longest common prefix (or suffix) of a and b, compared a block at a time:
-    part(text, size, block) is the block of text after the first (last) size characters."""
-    size, limit = 0, min(len(a), len(b))
-    while block:
-        while size + block <= limit and part(a, size, block) == part(b, size, block):
-            size += block
-        block //= 2
-    return size
 
 
 def scan_zip(data: bytes, prints: list[Fingerprint], label: str) -> list[str]:

@@ -121,37 +121,3 @@ def test_normalising_line_by_line_is_normalising_the_whole():
     texts = ["ΣΑΣ\nΣ", "a\r\nb", "Ǆ\u0301\nx", "ﬁ\nİ\n\u0345x", "e\n\u0301", "x \t\n\u3000y", "ＡＢＣ “q” **b**\n# h"]
     for text in texts + [text * 2 for text in texts]:
         assert normalise_lines(text) == normalise(text), repr(text)
-
-
-def test_the_checker_words_index_answers_as_a_search_of_them():
-    """fingerprints() keeps a chunk that is not in the public text + the checker's words, and the
-    scan of a check.py looks for such a print only around the lesson's data: both answer as the
-    plain searches do, for texts in the checker's words, in the public text, across the two,
-    and in neither."""
-    from generator.leaks import MIN_CHUNK, _allowed, _checker_ends, _checker_words, _first_found, _in_checker
-    from generator.leaks import Fingerprint, normalise_lines
-    words = _checker_words()
-    public = "somepublicsentenceaboutrelu" * 3
-    middle = len(words) // 2
-    texts = [words[middle:middle + 40], words[:MIN_CHUNK], words[-MIN_CHUNK:], words[-30:] + "x", words[5:9],
-             public[-10:] + words[:10], public[-3:] + words[:20], public[4:30], "neitherherenorthere", "",
-             public[-MIN_CHUNK:] + words[:MIN_CHUNK]]
-    for text in texts:
-        assert _in_checker(text) == (text in words), text
-        assert _allowed(text, public) == (text in public + words), text
-    content = load_content(REPO / "content")
-    for lesson in content.published:
-        for locale in content.course.locales:
-            prints = fingerprints(lesson, locale)
-            pack = render_all(content, BuildOptions(lessons=(lesson.spec.id,), locales=(locale,)))
-            check = pack[(lesson.spec.id, locale)]["exercise"][1].files["check.py"].decode()
-            haystack = normalise_lines(check)
-            start, end = _checker_ends(haystack)
-            assert 0 < start < end < len(haystack) and end - start < len(haystack) // 3
-            data = haystack[start:end]
-            planted = [Fingerprint("across the start", haystack[start - 6:start + 10]),
-                       Fingerprint("across the end", haystack[end - 3:end + 20]),
-                       Fingerprint("inside", data[len(data) // 2:len(data) // 2 + 20]),
-                       Fingerprint("checker code", words[middle:middle + 30]), Fingerprint("nowhere", "zzzzqqqqzzzzqqqq")]
-            for fp in prints + planted:
-                assert _first_found(haystack, [fp]) == (fp.source if fp.text in haystack else None), fp
