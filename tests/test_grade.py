@@ -7,6 +7,8 @@ from __future__ import annotations
 import csv
 import io
 import json
+import os
+import shutil
 import zipfile
 from pathlib import Path
 
@@ -404,10 +406,11 @@ def test_local_grading_splits_the_judging_over_a_process_per_four_jobs():
     assert trusted_processes(2, 600) == 1 and trusted_processes(1, 1) == 1
 
 
-def test_launchers_are_made_once_from_the_answer_before_a_sandboxed_class_runs(lesson, tmp_path):
-    """seed_launchers: in a build folder without Triton's launchers, the lesson's answer (never a
-    student's code) is checked once, unsandboxed, in the runner's Triton cache; then not again."""
-    from generator.grade.run import seed_launchers
+def test_launchers_are_made_once_from_the_answer_while_a_sandboxed_class_starts(lesson, tmp_path):
+    """LauncherSeed: in a build folder without Triton's launchers, the lesson's answer (never a
+    student's code) is checked once, unsandboxed, in the runner's Triton cache, beside the grading
+    jobs, which wait for its `done` file; then not again for that checker and runner."""
+    from generator.grade.run import LauncherSeed
     from generator.runners import TaskResult
     ran, lines = [], []
 
@@ -423,15 +426,47 @@ def test_launchers_are_made_once_from_the_answer_before_a_sandboxed_class_runs(l
             (made / "__triton_launcher.so").write_bytes(b"\x7fELF")
             return [TaskResult(task.name, "COMPLETED", 0, "", "", 2.5)]
 
+    def seed(identity):
+        made = LauncherSeed(lesson, FakeRunner(), tmp_path / "build", identity, 10.0)
+        if made.needed():
+            made.start(lines.append)
+            made.finish()
+        return made
+
     assert "tl.maximum" in lesson.answer or "tl.where" in lesson.answer
-    seed_launchers(lesson, FakeRunner(), tmp_path / "build", "runner-id", 10.0, lines.append)
+    first = seed("runner-id")
     assert len(ran) == 1 and ran[0][0][:3] == ["{python}", "check.py", lesson.spec.kernel_file]
     assert ran[0][1] == lesson.answer and ran[0][2] == lesson.checker and "launchers made" in lines[-1]
-    assert not (tmp_path / "build" / "work" / f"grade-seed-{lesson.id}").exists()
-    seed_launchers(lesson, FakeRunner(), tmp_path / "build", "runner-id", 10.0, lines.append)
+    assert not first.folder.exists()   # done with: its result is the cache's launchers
+    seed("runner-id")
     assert len(ran) == 1   # made already for this checker and runner
-    seed_launchers(lesson, FakeRunner(), tmp_path / "build", "another-runner", 10.0, lines.append)
+    seed("another-runner")
     assert len(ran) == 2
+
+
+def test_launchers_added_to_a_running_sandboxs_seed_appear_whole(tmp_path):
+    """add_launchers: the staged seed (mounted in the sandbox) gets the launchers made after the
+    factory started, each one renamed into place complete; a worker's copy skips one being added."""
+    from generator.checker import sandbox
+    cache = tmp_path / "cache"
+    for name, files in (("L1", ["__triton_launcher.so"]), ("K1", ["relu.cubin", "relu.ttir"])):
+        (cache / name).mkdir(parents=True)
+        for file in files:
+            (cache / name / file).write_bytes(b"x")
+    empty = sandbox.stage_launcher_seed(str(tmp_path / "none"), always=True)
+    assert empty and os.listdir(empty) == [] and sandbox.stage_launcher_seed(str(tmp_path / "none")) is None
+    sandbox.add_launchers(str(cache), empty)
+    assert os.listdir(empty) == ["L1"]   # never a compiled kernel
+    (Path(empty) / ".new-L2").mkdir()   # being added right now
+    monkeyed = tmp_path / "scratch"
+    old = (sandbox.SANDBOX_SEED, sandbox.SCRATCH_ROOT)
+    sandbox.SANDBOX_SEED, sandbox.SCRATCH_ROOT = empty, str(monkeyed)
+    try:
+        sandbox._seed_triton_cache()
+    finally:
+        sandbox.SANDBOX_SEED, sandbox.SCRATCH_ROOT = old
+    assert sorted(os.listdir(monkeyed / "triton")) == ["L1"]
+    shutil.rmtree(empty)
 
 
 def test_a_kit_has_no_answer_to_make_launchers_from(lesson, tmp_path):

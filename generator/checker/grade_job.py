@@ -16,6 +16,9 @@ off, and result.json says so). Each unit's result is written as soon as it is kn
 Jobs on one machine share their work (job["share"]: the job folders beside this one): a unit is
 run by whichever job claims it first (a file in ../claims), so a job that is done with its own
 units takes the others' last ones instead of idling while one job's hanging submissions run out.
+Where Triton's launchers are being made meanwhile from the lesson's answer (job["seed_done"]: the
+file that appears when that is over), a job starts its sandbox, then waits for it before its first
+worker, so that every worker starts with copies of them.
 """
 import importlib.util
 import itertools
@@ -29,6 +32,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 FACTORY_WAIT_S = 600
+SEED_WAIT_S = 120   # the longest wait for the launchers being made meanwhile (job["seed_done"])
 
 
 def load_checker(path):
@@ -44,9 +48,15 @@ def write_atomically(path, value):
     os.replace(tmp, path)
 
 
-def open_session(job, checker, units):
-    """(session or None, what the sandbox is, why nothing can run). Before any thread starts. A
-    worker waits ready for each check running at once (its CUDA context started meanwhile)."""
+def wait_for(path, seconds):
+    deadline = time.monotonic() + seconds
+    while not path.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+
+
+def open_session(job, checker, spares):
+    """(session or None, what the sandbox is, why nothing can run). Before any thread starts.
+    spares: workers that wait ready (their CUDA context started) for the checks to come."""
     if job["sandbox"] == "off":
         label = "off"
     else:
@@ -56,7 +66,7 @@ def open_session(job, checker, units):
         label = "bubblewrap"
     try:
         session = checker.Session(job["interpreter"], label == "bubblewrap", checker=os.path.abspath(job["checker"]),
-                                  start_margin=job["start_margin"], spares=min(max(1, int(job["jobs"])), units))
+                                  start_margin=job["start_margin"], spares=spares)
     except checker.Refused as exc:
         return None, "none", str(exc)
     return session, label, ""
@@ -127,12 +137,18 @@ def main():
         sys.modules["torch"].set_num_threads(max(1, cores // together))
     queue = Queue(job, results)
     jobs = max(1, int(job["jobs"]))
-    session, label, refused = open_session(job, checker, len(queue.units))
+    spares = min(jobs, len(queue.units))
+    seed_done = job.get("seed_done")   # launchers being made while this job starts: no worker before them
+    session, label, refused = open_session(job, checker, 0 if seed_done else spares)
     done = []
     if session is not None:
         # the factory's own start (a sandboxed one imports torch again) may take long on a loaded
         # machine: waited for once here, not within each unit's start margin
         session.factory.wait_ready(FACTORY_WAIT_S)
+        if seed_done:
+            wait_for(Path(seed_done), SEED_WAIT_S)
+            session.factory.add_seed(checker.triton_cache_dir())
+            session.keep_spares(spares)
 
         def drain():
             while (unit := queue.next()) is not None:

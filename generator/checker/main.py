@@ -102,6 +102,12 @@ class Session:
         return Evaluation(target, edits, fill, blank, supervisor.env, results, supervisor.load_error,
                           supervisor.timing, supervisor.flags(), self.sandbox)
 
+    def keep_spares(self, count):
+        """From now on, count workers wait ready (started at once)."""
+        with self.spare_lock:
+            self.wanted_spares = max(0, count)
+        self._refill()
+
     def take_worker(self):
         """A worker that has not seen any code (a waiting spare, else a new one), its spare replaced;
         None when the factory is gone. Every worker serves one kernel file only."""

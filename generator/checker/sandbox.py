@@ -299,24 +299,36 @@ def launcher_entries(cache):
     return found
 
 
-def stage_launcher_seed(cache):
+def stage_launcher_seed(cache, always=False):
     """A folder holding copies of the launchers in Triton's cache `cache` (see launcher_entries),
     for the sandbox to mount: the sandbox never sees the cache itself (the answer's compiled kernels
-    are there when the instructor's build ran it). None when there is none."""
+    are there when the instructor's build ran it). None when there is none, unless always: then an
+    empty one too, for add_launchers to fill while the sandbox runs."""
     entries = launcher_entries(cache) if cache else []
-    if not entries:
+    if not entries and not always:
         return None
     import tempfile
     seed = tempfile.mkdtemp(prefix="coursepack-seed-", dir="/tmp")
     os.chmod(seed, 0o755)   # nobody (the sandbox's user, as root) reads it through the staging mount
-    for entry in entries:
-        target = os.path.join(seed, entry)
-        shutil.copytree(os.path.join(cache, entry), target, symlinks=False,
-                        ignore=lambda folder, names: [n for n in names if not n.endswith(".so")])
-        os.chmod(target, 0o755)
-        for name in os.listdir(target):
-            os.chmod(os.path.join(target, name), 0o644)
+    add_launchers(cache, seed)
     return seed
+
+
+def add_launchers(cache, seed):
+    """Copies of the launchers of `cache` that the staged seed lacks, each one complete before it
+    appears (a worker forked meanwhile copies the seed: it must never see half a module)."""
+    have = set(os.listdir(seed))
+    for entry in (launcher_entries(cache) if cache else []):
+        if entry in have:
+            continue
+        partial, target = os.path.join(seed, f".new-{entry}"), os.path.join(seed, entry)
+        shutil.rmtree(partial, ignore_errors=True)
+        shutil.copytree(os.path.join(cache, entry), partial, symlinks=False,
+                        ignore=lambda folder, names: [n for n in names if not n.endswith(".so")])
+        os.chmod(partial, 0o755)
+        for name in os.listdir(partial):
+            os.chmod(os.path.join(partial, name), 0o644)
+        os.rename(partial, target)
 
 
 def _seed_triton_cache():
@@ -325,8 +337,9 @@ def _seed_triton_cache():
     seed, cache = SANDBOX_SEED, os.path.join(SCRATCH_ROOT, "triton")
     os.makedirs(cache, exist_ok=True)
     os.environ["TRITON_CACHE_DIR"] = cache
-    if os.path.isdir(seed):   # filtered when it was staged: copied whole
-        shutil.copytree(seed, cache, dirs_exist_ok=True)
+    if os.path.isdir(seed):   # filtered when it was staged: copied whole, but for one being added
+        shutil.copytree(seed, cache, dirs_exist_ok=True, ignore=lambda folder, names: [
+            n for n in names if folder == seed and n.startswith(".new-")])
 
 
 def _drop_capabilities():

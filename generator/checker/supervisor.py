@@ -18,7 +18,8 @@ from .common import GUARD, HERE, LESSON, exit_text, msg
 from .cases import error_scale, expected_output, make_inputs, skip_reason
 from .environment import thread_count
 from .protocol import Channel, ProtocolError, checksum, tensor_bytes
-from .sandbox import SCRATCH_ROOT, nobody_reaches_the_gpu, sandbox_command, sandbox_staging, stage_launcher_seed
+from .sandbox import (SCRATCH_ROOT, add_launchers, nobody_reaches_the_gpu, sandbox_command, sandbox_staging,
+                      stage_launcher_seed)
 from .static import kernels_defined
 from .verdict import judge
 from .zygote import fork_zygote
@@ -139,7 +140,7 @@ class Factory:
         if self.kind == "sandbox":
             self.staging = sandbox_staging()
             self.as_root = bool(self.staging and self.setup["use_gpu"] and not nobody_reaches_the_gpu(self.staging))
-            self.seed = stage_launcher_seed(seed_cache)
+            self.seed = stage_launcher_seed(seed_cache, always=True)
             argv = sandbox_command(self.python, self.checker, hidden, self.setup["use_gpu"], self.seed, self.staging,
                                    self.as_root)
         else:
@@ -238,6 +239,11 @@ class Factory:
         worker = Worker(Channel(process.stdout, process.stdin), process.stderr, kill)
         threading.Thread(target=lambda: setattr(worker, "exit_code", process.wait()), daemon=True).start()
         return worker
+
+    def add_seed(self, cache):
+        """Launchers made since this sandboxed factory started: every worker forked later has them."""
+        if getattr(self, "seed", None):
+            add_launchers(cache, self.seed)
 
     def factory_problem(self):
         """Why the factory could not start (its stderr), or None."""

@@ -14,6 +14,7 @@ import json
 import os
 import shutil
 import sys
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -186,8 +187,10 @@ def _run(lesson: GradeLesson, submissions: list[Submission], runner, options: Gr
     missing: dict[str, str] = {}
     if pending:
         local = runner.kind in ("cuda", "interpreter")
-        if local and info["cuda"] and runner.kind == "cuda" and options.sandbox == "on":
-            seed_launchers(lesson, runner, build, identity, timeout, progress)
+        seed = LauncherSeed(lesson, runner, build, identity, timeout)
+        seeding = local and info["cuda"] and runner.kind == "cuda" and options.sandbox == "on" and seed.needed()
+        if seeding:
+            seed.start(progress)
         procs = trusted_processes(options.jobs, len(pending)) if local and not options.chunk else 1
         jobs = max(1, options.jobs // procs)
         if procs > 1:   # in the order of their keys (a hash), whatever order the folder had: each
@@ -197,13 +200,16 @@ def _run(lesson: GradeLesson, submissions: list[Submission], runner, options: Gr
         chunk = options.chunk or (-(-len(pending) // procs) if local else 50)
         chunks = plan(pending, work, lesson.checker, chunk, jobs, timeout, options.sandbox,
                       runner.kind == "interpreter" or not info["cuda"], len(lesson.spec.checks.cases),
-                      share=local and procs > 1)
+                      share=local and procs > 1, seed_done=seed.done if seeding else None)
         progress(f"grade {len(pending)} distinct submission(s) ({outcome.cached} from the cache) on {runner.label}: "
                  f"{info['device']} · torch {info['torch']} · triton {info['triton']} · "
                  f"sandbox {options.sandbox} · "
                  f"{len(chunks)} task(s), {jobs} at once in each" + (f", {procs} at once" if procs > 1 else ""))
         begun = time.monotonic()
-        results = runner.run_tasks([c.task for c in chunks], progress, parallel=procs)
+        try:
+            results = runner.run_tasks([c.task for c in chunks], progress, parallel=procs)
+        finally:
+            seed.finish()
         outcome.run_seconds = time.monotonic() - begun
         finished = collect_results(chunks, results, store)
         outcome.tasks = finished.tasks
@@ -232,36 +238,60 @@ def _run(lesson: GradeLesson, submissions: list[Submission], runner, options: Gr
     return results, failures
 
 
-def seed_launchers(lesson: GradeLesson, runner, build: Path, identity: str, timeout: float,
-                   progress: Progress) -> None:
+class LauncherSeed:
     """Triton's launchers for the lesson's kernels in the runner's Triton cache, once per lesson,
-    checker and runner. Triton compiles with gcc a C launcher for each kernel signature and its
+    checker and runner. Triton compiles with gcc a C launcher for each kernel signature, and its
     driver's utilities, once per cache: a sandboxed worker's cache is its own, so each one would
     compile them again (1.2 CPU s per submission on the H200 host) unless the sandbox seeds it
     with copies (stage_launcher_seed). An instructor's build leaves them there; for a build folder
-    without, the lesson's answer is checked once here (our code, not a student's) to make them."""
-    if lesson.answer is None or runner.cache_dir is None:
-        return
-    marker = BuildCache(build).root / "grade-seed" / key(lesson.checker_hash, identity)
-    if marker.exists() and launcher_entries(str(runner.cache_dir)):
-        return
-    folder = build / "work" / f"grade-seed-{lesson.id}"
-    shutil.rmtree(folder, ignore_errors=True)
-    folder.mkdir(parents=True)
-    (folder / "check.py").write_text(lesson.checker, encoding="utf-8")
-    (folder / lesson.spec.kernel_file).write_text(lesson.answer, encoding="utf-8")
-    task = Task("grade-seed", folder, ["{python}", "check.py", lesson.spec.kernel_file, "--json", "--timeout",
-                                       str(timeout)], START_S + len(lesson.spec.checks.cases) * timeout)
-    [result] = runner.run_tasks([task], progress)
-    if result.state == "COMPLETED" and launcher_entries(str(runner.cache_dir)):
-        marker.parent.mkdir(parents=True, exist_ok=True)
-        marker.write_text(lesson.id, encoding="utf-8")
-        shutil.rmtree(folder, ignore_errors=True)
-        progress(f"Triton's launchers made from the lesson's answer in {result.seconds:.1f} s (each sandboxed "
-                 "worker starts with copies)")
-    else:
-        progress(f"the lesson's answer did not pass on the runner ({result.detail or result.state}; {folder}): "
-                 "each sandboxed worker compiles Triton's launchers itself")
+    without, the lesson's answer (our code, not a student's) is checked once to make them, while
+    the grading jobs start: they wait for `done` before their first worker (grade_job.py)."""
+
+    def __init__(self, lesson: GradeLesson, runner, build: Path, identity: str, timeout: float):
+        self.lesson, self.runner, self.timeout = lesson, runner, timeout
+        self.marker = BuildCache(build).root / "grade-seed" / key(lesson.checker_hash, identity)
+        self.folder = build / "work" / f"grade-seed-{lesson.id}"
+        self.done = self.folder / "done"
+        self.thread: threading.Thread | None = None
+
+    def needed(self) -> bool:
+        cache = self.runner.cache_dir
+        return (self.lesson.answer is not None and cache is not None
+                and not (self.marker.exists() and launcher_entries(str(cache))))
+
+    def start(self, progress: Progress) -> None:
+        shutil.rmtree(self.folder, ignore_errors=True)
+        self.folder.mkdir(parents=True)
+        lesson = self.lesson
+        (self.folder / "check.py").write_text(lesson.checker, encoding="utf-8")
+        (self.folder / lesson.spec.kernel_file).write_text(lesson.answer, encoding="utf-8")
+        task = Task("grade-seed", self.folder, ["{python}", "check.py", lesson.spec.kernel_file, "--json",
+                                                "--timeout", str(self.timeout)],
+                    START_S + len(lesson.spec.checks.cases) * self.timeout)
+        self.thread = threading.Thread(target=self._run, args=(task, progress), daemon=True)
+        self.thread.start()
+
+    def _run(self, task: Task, progress: Progress) -> None:
+        try:
+            [result] = self.runner.run_tasks([task], progress)
+            made = result.state == "COMPLETED" and bool(launcher_entries(str(self.runner.cache_dir)))
+            if made:
+                self.marker.parent.mkdir(parents=True, exist_ok=True)
+                self.marker.write_text(self.lesson.id, encoding="utf-8")
+                progress(f"Triton's launchers made from the lesson's answer in {result.seconds:.1f} s (each sandboxed "
+                         "worker starts with copies)")
+            else:
+                progress(f"the lesson's answer did not pass on the runner ({result.detail or result.state}; "
+                         f"{self.folder}): each sandboxed worker compiles Triton's launchers itself")
+        finally:
+            self.done.write_text("", encoding="utf-8")
+
+    def finish(self) -> None:
+        """Wait for the seeding task; its folder goes (its result is in the cache, or reported)."""
+        if self.thread is not None:
+            self.thread.join()
+            if self.marker.exists():
+                shutil.rmtree(self.folder, ignore_errors=True)
 
 
 def trusted_processes(jobs: int, units: int) -> int:

@@ -82,10 +82,11 @@ class Chunk:
 
 
 def plan(units: list[Unit], folder: Path, checker: str, chunk: int, jobs: int, timeout: float, sandbox: str,
-         interpreter: bool, cases: int, share: bool = False) -> list[Chunk]:
+         interpreter: bool, cases: int, share: bool = False, seed_done: Path | None = None) -> list[Chunk]:
     """Job folders under folder (emptied first), chunk units each: job.json, grade_job.py,
     check.py and the units' files. share: the jobs run at once on one machine and take each
-    other's units when done with their own (claimed in folder/claims)."""
+    other's units when done with their own (claimed in folder/claims). seed_done: a file that
+    appears once Triton's launchers are made (run.LauncherSeed): the jobs fork no worker before."""
     if folder.exists():
         shutil.rmtree(folder)
     chunks = []
@@ -107,6 +108,8 @@ def plan(units: list[Unit], folder: Path, checker: str, chunk: int, jobs: int, t
                             "cell": unit.cell})
         job = {"units": entries, "checker": "check.py", "jobs": jobs, "case_timeout": timeout,
                "start_margin": min(START_MARGIN_S, max(30.0, timeout)), "interpreter": interpreter, "sandbox": sandbox}
+        if seed_done is not None:
+            job["seed_done"] = str(seed_done.resolve())
         if share:   # the others from the next one on, so that the jobs done first spread over them
             others = names[index + 1:] + names[:index]
             job["share"] = {"claims": "../claims", "jobs": [f"../{name}" for name in others]}
