@@ -61,7 +61,7 @@ class Entry:
 
     @classmethod
     def of(cls, name: str, data: bytes) -> "Entry":
-        crc = zlib.crc32(data)
+        crc = crc32(data)
         key = (len(data), crc)   # not the bytes themselves: hashing a 3.6 MB page costs as much as its CRC
         found = _DEFLATED.get(key)
         if found is None or found[0] != data:
@@ -122,6 +122,7 @@ class ZipWriter:
 
 LEVEL = 6
 _CONSTANT: dict[bytes, bytes] = {}   # large byte strings found in many files -> their deflated form
+_CONSTANT_CRC: dict[bytes, tuple[int, int]] = {}   # the same -> (their CRC-32, x^(8 * their length) mod the CRC's polynomial)
 
 
 def constant_part(data: bytes) -> bytes:
@@ -133,7 +134,48 @@ def constant_part(data: bytes) -> bytes:
         if zlib.decompressobj(-15).decompress(packed) != data:   # checked once, here
             raise ArchiveError("a constant part does not inflate back to itself")
         _CONSTANT[data] = packed
+        _CONSTANT_CRC[data] = (zlib.crc32(data), _x_power(8 * len(data)))
     return data
+
+
+# CRC-32 of a file that holds a constant part, from the CRC of the rest (as zlib's crc32_combine):
+# appending n bytes to a message multiplies its CRC by x^(8n) modulo the polynomial, in GF(2), bits
+# reflected; the appended bytes' own CRC is then added (xor).
+_POLY = 0xEDB88320
+
+
+def _times(a: int, b: int) -> int:
+    """a(x) * b(x) modulo the CRC-32 polynomial (reflected: x^0 is the high bit)."""
+    product, bit = 0, 1 << 31
+    while a:
+        if a & bit:
+            product ^= b
+            a ^= bit
+        bit >>= 1
+        b = (b >> 1) ^ _POLY if b & 1 else b >> 1
+    return product
+
+
+def _x_power(n: int) -> int:
+    """x^n modulo the CRC-32 polynomial."""
+    result, square = 1 << 31, 1 << 30   # x^0 and x^1
+    while n:
+        if n & 1:
+            result = _times(square, result)
+        square = _times(square, square)
+        n >>= 1
+    return result
+
+
+def crc32(data: bytes) -> int:
+    """zlib.crc32(data), without reading its constant parts again: their CRCs are combined in."""
+    crc, start, view = 0, 0, memoryview(data)
+    for blob, (blob_crc, shift) in _CONSTANT_CRC.items():
+        at = find_part(data, blob, start) if len(data) - start >= len(blob) else -1
+        if at >= 0:
+            crc = _times(shift, zlib.crc32(view[start:at], crc)) ^ blob_crc
+            start = at + len(blob)
+    return zlib.crc32(view[start:], crc)
 
 
 def _deflate_part(data: bytes) -> bytes:
@@ -216,11 +258,13 @@ def _read(archive: zipfile.ZipFile, info: zipfile.ZipInfo) -> bytes:
         at = find_part(raw, packed)
         if at >= 0:
             try:
-                data = b"".join((zlib.decompressobj(-15).decompress(raw[:at]), blob,
-                                 zlib.decompress(raw[at + len(packed):], -15)))
+                before, after = zlib.decompressobj(-15).decompress(raw[:at]), zlib.decompress(raw[at + len(packed):], -15)
             except zlib.error as exc:
                 raise ArchiveError(f"{info.filename}: does not inflate: {exc}") from exc
-            if len(data) != info.file_size or zlib.crc32(data) != info.CRC:
+            blob_crc, shift = _CONSTANT_CRC[blob]
+            crc = zlib.crc32(after, _times(shift, zlib.crc32(before)) ^ blob_crc)   # the part's bytes are known
+            data = b"".join((before, blob, after))
+            if len(data) != info.file_size or crc != info.CRC:
                 raise ArchiveError(f"{info.filename}: its size or CRC differs from its header")
             return data
     return archive.read(info)
