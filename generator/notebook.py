@@ -1,8 +1,8 @@
 """Build lesson.ipynb from the cells of the rendered lesson, with nbformat.
 
-The notebook is made as plain data and validated whole, once, against the nbformat 4 schema
-(nbformat.v4.new_*_cell validates every cell again on its own through jsonschema, about 0.6 ms a
-cell, without checking anything more), then written as nbformat's own writer writes it: sorted
+The notebook is made as plain data and validated whole, once (once per shape: _validate), against
+the nbformat 4 schema (nbformat.v4.new_*_cell validates every cell again on its own through
+jsonschema, about 0.6 ms a cell, without checking anything more), then written as nbformat's own writer writes it: sorted
 keys, an indent of one, each source split into lines. Its writer first deep-copies the notebook
 it is given; this one is made for the writing and dropped after it.
 """
@@ -26,11 +26,27 @@ def _cell(cell: Cell, index: int) -> dict:
 
 
 def _write(notebook: dict) -> bytes:
-    nbformat.validate(notebook)
+    _validate(notebook)
     for cell in notebook["cells"]:
         cell["source"] = cell["source"].splitlines(True)   # nbformat's split_lines
     text = json.dumps(notebook, indent=1, sort_keys=True, separators=(",", ": "), ensure_ascii=False)
     return (text + "\n").encode()
+
+
+_VALID: set[str] = set()   # the shapes of notebooks validated so far
+
+
+def _validate(notebook: dict) -> None:
+    """nbformat.validate(notebook), once per shape: the schema takes any string as a cell's source,
+    so a notebook is valid exactly when the same with its sources emptied is. A pack's notebooks
+    (rendered early and final, alone and in its course bundle) have one shape."""
+    shape = json.dumps({**notebook, "cells": [{**cell, "source": ""} if isinstance(cell["source"], str) else cell
+                                               for cell in notebook["cells"]]}, sort_keys=True)
+    if shape not in _VALID:
+        nbformat.validate(notebook)
+        if len(_VALID) >= 256:
+            _VALID.clear()
+        _VALID.add(shape)
 
 
 def build_notebook(cells: list[Cell], language: str, title: str) -> bytes:

@@ -1,5 +1,7 @@
 """Rendering the real lesson: both editions from one path, valid notebooks, no leaks."""
 
+import json
+
 import nbformat
 import pytest
 
@@ -79,3 +81,24 @@ def test_a_bundle_pack_may_take_check_py_from_the_lone_pack(rendered):
             ctx = LessonContext(content, content.lessons[lesson_id], locale, edition, bundle=True)
             taken, fresh = render_pack(ctx, env, alone=alone), render_pack(ctx, env)
             assert taken.files == fresh.files and taken.files["check.py"] == alone.files["check.py"]
+
+
+def test_a_notebook_is_validated_once_per_shape_and_an_invalid_one_still_fails():
+    """notebook._validate skips a notebook whose shape (sources emptied) was valid: only the
+    sources may differ; a cell of another kind, a bad id or a source that is not text is checked."""
+    import pytest
+    from generator.markdown import Cell
+    from generator.notebook import _VALID, _validate, build_notebook
+    cells = [Cell("markdown", "# Title"), Cell("code", "x = 1", "exercise")]
+    build_notebook(cells, "en", "T")
+    shapes = len(_VALID)
+    build_notebook([Cell("markdown", "# Other words"), Cell("code", "y = 2", "exercise")], "en", "T")
+    assert len(_VALID) == shapes   # the same shape: not validated again
+    good = json.loads(build_notebook(cells, "en", "T"))
+    for cell in good["cells"]:
+        cell["source"] = "".join(cell["source"])
+    for broken in ({"cell_type": "raw?"}, {"id": "not an id!"}, {"source": 5}):
+        notebook = json.loads(json.dumps(good))
+        notebook["cells"][0].update(broken)
+        with pytest.raises(nbformat.ValidationError):
+            _validate(notebook)
