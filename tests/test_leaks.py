@@ -121,3 +121,19 @@ def test_normalising_line_by_line_is_normalising_the_whole():
     texts = ["ΣΑΣ\nΣ", "a\r\nb", "Ǆ\u0301\nx", "ﬁ\nİ\n\u0345x", "e\n\u0301", "x \t\n\u3000y", "ＡＢＣ “q” **b**\n# h"]
     for text in texts + [text * 2 for text in texts]:
         assert normalise_lines(text) == normalise(text), repr(text)
+
+
+def test_ascii_text_is_normalised_as_any_text():
+    """normalise's ASCII path (bytes.lower, bytes.translate) against the expression it stands for."""
+    import random
+    import unicodedata
+    from generator.leaks import IGNORED, normalise
+    def slow(text):
+        return IGNORED.sub("", unicodedata.normalize("NFKC", text).lower())
+    for code in range(128):
+        assert normalise(chr(code) * 2 + "aB") == slow(chr(code) * 2 + "aB"), code
+    rng = random.Random(2)
+    for _ in range(200):
+        text = "".join(chr(rng.randrange(128)) for _ in range(rng.randrange(40)))
+        assert normalise(text) == slow(text)
+    assert normalise("Ａ “x” É") == slow("Ａ “x” É")   # not ASCII: the expression
