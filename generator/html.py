@@ -167,7 +167,31 @@ def _markdown() -> MarkdownIt:
 
     md.add_render_rule("fence", fence)
     md.add_render_rule("softbreak", _softbreak)
+    md.renderer.renderInline = _kept_inline(md.renderer.renderInline)
     return md
+
+
+INLINE_KEPT = 4096
+
+
+def _kept_inline(render_inline):
+    """renderInline, kept per list of inline tokens: the pages of a lesson share most of their parsed
+    tokens (parse_by_section), and an inline's HTML depends on its tokens alone. Kept by identity
+    (the list is held with its HTML); not kept where a formula failed, so that each page reports it."""
+    kept: dict[int, tuple[list, str]] = {}
+
+    def render(tokens, options, env):
+        found = kept.get(id(tokens))
+        if found is not None and found[0] is tokens:
+            return found[1]
+        failures = len(_FAILURES.current)
+        html = render_inline(tokens, options, env)
+        if len(_FAILURES.current) == failures:
+            if len(kept) >= INLINE_KEPT:
+                kept.clear()
+            kept[id(tokens)] = (tokens, html)
+        return html
+    return render
 
 
 def _softbreak(self, tokens, idx, options, env) -> str:
