@@ -80,6 +80,8 @@ def _covered(line: str, pieces: list[str]) -> bool:
         return True
     rest = loose(line)
     for piece in pieces:
+        if len(rest) <= 3:   # covered whatever the other pieces take away
+            return True
         rest = rest.replace(piece, "")
     return len(re.sub(r"\d", "", rest)) <= 3   # list numbers, lesson numbers and the like
 

@@ -150,3 +150,13 @@ def test_inline_content_without_a_trigger_has_nothing_to_check():
             if token.type == "inline" and not INLINE_PROBLEM.search(token.content):
                 assert not [c for c in token.children if c.type in ("link_open", "image")
                             or c.type == "text" and "$" in c.content], token.content
+
+
+def test_a_moved_token_copies_every_field():
+    from generator.markdown import _TOKEN_FIELDS, _moved
+    from markdown_it.token import Token
+    token = Token("fence", "code", 0, attrs={"a": 1}, map=[2, 5], level=1, children=[], content="x\n", markup="```",
+                  info="python", meta={"m": 1}, block=True, hidden=True)
+    moved = _moved(token, 10)
+    assert moved.map == [12, 15] and token.map == [2, 5]
+    assert all(getattr(moved, name) is getattr(token, name) for name in _TOKEN_FIELDS if name != "map")

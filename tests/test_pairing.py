@@ -37,3 +37,19 @@ def test_answer_printed_into_the_exercise_is_a_leak(content_copy):
     path.write_text(text, encoding="utf-8")
     with pytest.raises(LeakError, match="contains answer-only material from questions"):
         render(content_copy)
+
+
+def test_a_line_is_covered_as_by_taking_every_piece_away():
+    """_covered stops once three characters or fewer are left: taking more pieces away could not
+    change its answer."""
+    import re
+    from generator.pairing import _covered, loose
+    def every(line, pieces):
+        rest = loose(line)
+        for piece in pieces:
+            rest = rest.replace(piece, "")
+        return len(re.sub(r"\d", "", rest)) <= 3
+    pieces = ["referenceanswer", "tlmaximumxv00", "answer", "ab", "x"]
+    for line in ["Reference answer", "tl.maximum(xv, 0.0) and 12", "answer abc", "xyz abab", "nothing here", "1. ab",
+                 "", "[markdown {}]", "ab ab ab ab x"]:
+        assert _covered(line, pieces) == every(line, pieces), line
