@@ -43,8 +43,11 @@ def test_a_line_is_covered_as_by_taking_every_piece_away():
     """_covered stops once three characters or fewer are left: taking more pieces away could not
     change its answer."""
     import re
-    from generator.pairing import _covered, loose
+    from generator.pairing import CELL_HEADER, _covered, loose
+
     def every(line, pieces):
+        if CELL_HEADER.match(line):
+            return True
         rest = loose(line)
         for piece in pieces:
             rest = rest.replace(piece, "")
