@@ -339,13 +339,21 @@ class Supervisor:
     def _lost(self):
         return sum(r["status"] in LOST for r in self.results.values())
 
+    def _ran(self):
+        return [case_id for case_id, r in self.results.items() if r["status"] != "skip"]
+
+    def _every_one_lost(self, ran):
+        """At least GIVE_UP_AFTER cases ran, and each of them lost its worker (a crash, a GPU fault,
+        a time-out)."""
+        return len(ran) >= GIVE_UP_AFTER and all(self.results[c]["status"] in LOST for c in ran)
+
     def _give_up(self):
         """Whether the cases left are not worth a fresh worker each: every case run so far lost its
-        worker (a crash, a GPU fault, a time-out), at least GIVE_UP_AFTER of them, in every rubric
-        group. A kernel that loses its worker only on some inputs (a missing mask that faults on a
-        tail) passes or fails another case before that, and keeps being run case by case."""
-        ran = [case_id for case_id, r in self.results.items() if r["status"] != "skip"]
-        if len(ran) < GIVE_UP_AFTER or any(self.results[c]["status"] not in LOST for c in ran):
+        worker, at least GIVE_UP_AFTER of them, in every rubric group. A kernel that loses its
+        worker only on some inputs (a missing mask that faults on a tail) passes or fails another
+        case before that, and keeps being run case by case."""
+        ran = self._ran()
+        if not self._every_one_lost(ran):
             return False
         return self._groups(ran) >= self._groups(c["id"] for c in LESSON["cases"]
                                                   if self.results.get(c["id"], {}).get("status") != "skip")
@@ -353,11 +361,11 @@ class Supervisor:
     def _untried_group_first(self, pending):
         """After losses only: a case of a rubric group not tried yet goes next, so that giving up
         comes after every group had its chance."""
-        ran = [c for c, r in self.results.items() if r["status"] != "skip"]
-        if self._lost() < GIVE_UP_AFTER or self._lost() < len(ran):
+        ran = self._ran()
+        if not self._every_one_lost(ran):
             return pending
-        ran = self._groups(ran)
-        fresh = [c for c in pending if self._groups([c]) - ran]
+        tried = self._groups(ran)
+        fresh = [c for c in pending if self._groups([c]) - tried]
         return fresh[:1] + [c for c in pending if c not in fresh[:1]]
 
     @staticmethod
