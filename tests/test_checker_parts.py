@@ -304,14 +304,16 @@ def test_a_session_keeps_its_spare_workers_started_and_replaces_each_one_taken(r
     session = rt.Session.__new__(rt.Session)
     session.factory = FakeFactory()
     session.spares, session.spare_lock, session.closed, session.starting = [], rt.threading.Lock(), False, 0
-    session.wanted_spares = 3
+    session.wanted_spares, session.hold = 1, False   # as check.py's session starts: one worker ahead
     session._refill()
-    assert len(started) == 3 and [w.n for w in session.spares] == [0, 1, 2]
+    assert [session.take_worker().n, session.take_worker().n] == [0, 1] and len(started) == 2   # none replaced
+    session.hold_spares(3)   # grading
+    assert len(started) == 5 and [w.n for w in session.spares] == [2, 3, 4]
     taken = [session.take_worker().n for _ in range(4)]
-    assert taken == [0, 1, 2, 3] and len(session.spares) == 3 and len(started) == 7
+    assert taken == [2, 3, 4, 5] and len(session.spares) == 3 and len(started) == 9
     session.close()
-    assert sorted(killed) == [4, 5, 6] and session.spares == []
-    assert session.take_worker().n == 7 and len(started) == 8   # after the end: no spare kept, none wasted
+    assert sorted(killed) == [6, 7, 8] and session.spares == []
+    assert session.take_worker().n == 9 and len(started) == 10   # after the end: no spare kept, none wasted
 
 
 def test_the_factory_warms_tritons_compiler_without_cuda_and_leaves_nothing(tmp_path):

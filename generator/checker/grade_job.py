@@ -148,7 +148,7 @@ def main():
         if seed_done:
             wait_for(Path(seed_done), SEED_WAIT_S)
             session.factory.add_seed(checker.triton_cache_dir())
-            session.keep_spares(spares)
+        session.hold_spares(spares)
 
         def drain():
             while (unit := queue.next()) is not None:

@@ -80,10 +80,10 @@ class Session:
         self.start_margin = start_margin
         self.factory = choose_factory(self.setup, sandbox, checker=checker, hidden=hidden, limits=limits,
                                       seed_cache=seed_cache or triton_cache_dir())
-        # workers start (CUDA, Triton's compile key) while this process computes the cases, and
-        # each one taken is replaced at once: a check finds its worker ready (spares: how many wait)
+        # spares: workers started now (CUDA, Triton's compile key) while this process computes the
+        # cases; the first checks take them (hold_spares: each one taken is replaced at once)
         self.spares, self.spare_lock, self.closed, self.starting = [], threading.Lock(), False, 0
-        self.wanted_spares = max(0, spares)
+        self.wanted_spares, self.hold = max(0, spares), False
         self._refill()
         self.timing["factory_s"] = round(time.monotonic() - started - self.timing["import_s"], 3)
         if getattr(self.factory, "as_root", False):
@@ -102,18 +102,21 @@ class Session:
         return Evaluation(target, edits, fill, blank, supervisor.env, results, supervisor.load_error,
                           supervisor.timing, supervisor.flags(), self.sandbox)
 
-    def keep_spares(self, count):
-        """From now on, count workers wait ready (started at once)."""
+    def hold_spares(self, count):
+        """Many checks to come (grading): from now on count workers wait ready, each one taken
+        replaced at once, so that a check finds its worker's CUDA context started."""
         with self.spare_lock:
-            self.wanted_spares = max(0, count)
+            self.wanted_spares, self.hold = max(0, count), True
         self._refill()
 
     def take_worker(self):
-        """A worker that has not seen any code (a waiting spare, else a new one), its spare replaced;
-        None when the factory is gone. Every worker serves one kernel file only."""
+        """A worker that has not seen any code (a waiting spare, else a new one); None when the
+        factory is gone. Every worker serves one kernel file only."""
         with self.spare_lock:
             worker = self.spares.pop(0) if self.spares else None
-        self._refill()
+            hold = self.hold
+        if hold:
+            self._refill()
         return worker or self.factory.start()
 
     def _refill(self):
