@@ -12,7 +12,8 @@
   proportional memory (PSS) of it and its workers together, sampled every 0.1 s (the pages they
   share counted once);
 - bundle MB: the largest course bundle (the answer edition of the first locale);
-- no-op s: the same command again with nothing changed, as a whole process.
+- no-op s: the same command again with nothing changed, as a whole process;
+- slowest s (with --repeat): the slowest of the builds whose median is shown.
 
 --repeat R builds each size R times (a fresh output folder each time) and prints medians;
 --compare DIR builds the same courses with another checkout's generator and templates as well
@@ -171,7 +172,8 @@ def run(n: int, repeat: int = 1, codes: tuple[Path, ...] = (REPO,)) -> list[dict
         for code, runs in rows.items():
             median = {key: statistics.median(r[key] for r in runs) for key in runs[0]}
             found.append(median | {"n": n, "packs": runs[0]["packs"], "code": code,
-                                   "ms_per_pack": median["build_s"] / runs[0]["packs"] * 1000, "runs": repeat})
+                                   "ms_per_pack": median["build_s"] / runs[0]["packs"] * 1000, "runs": repeat,
+                                   "slowest_s": max(r["build_s"] for r in runs)})
         return found
     finally:
         shutil.rmtree(root, ignore_errors=True)
@@ -211,8 +213,9 @@ def main(argv: list[str] | None = None) -> int:
     codes = (args.compare.resolve(), REPO) if args.compare else (REPO,)
     print(f"build scaling on {os.cpu_count()} CPUs, Python {sys.version.split()[0]} (packs built with --no-verify"
           f"{f'; medians of {args.repeat} builds' if args.repeat > 1 else ''})")
+    many = args.repeat > 1
     print(f"{'lessons':>8} {'packs':>6} {'build s':>9} {'ms/pack':>8} {'CPU s':>8} {'peak MiB':>9} {'all MiB':>8} "
-          f"{'bundle MB':>10} {'no-op s':>8}{'  code' if args.compare else ''}")
+          f"{'bundle MB':>10} {'no-op s':>8}{' slowest s' if many else ''}{'  code' if args.compare else ''}")
     for n in args.n:
         try:
             rows = run(n, args.repeat, codes)
@@ -220,8 +223,9 @@ def main(argv: list[str] | None = None) -> int:
             print(f"build_bench: error: N = {n}: {exc}", file=sys.stderr)
             return 1
         for r in rows:
+            slowest = f" {r['slowest_s']:>9.2f}" if many else ""
             print(f"{r['n']:>8} {r['packs']:>6} {r['build_s']:>9.2f} {r['ms_per_pack']:>8.1f} {r['cpu_s']:>8.2f} "
-                  f"{r['peak_mib']:>9.0f} {r['tree_mib']:>8.0f} {r['bundle_mb']:>10.2f} {r['noop_s']:>8.2f}"
+                  f"{r['peak_mib']:>9.0f} {r['tree_mib']:>8.0f} {r['bundle_mb']:>10.2f} {r['noop_s']:>8.2f}{slowest}"
                   f"{'  ' + str(r['code']) if args.compare else ''}", flush=True)
     return 0
 

@@ -23,6 +23,15 @@ def test_bench_builds_one_synthetic_lesson_and_prints_numbers():
                                                       # bundle MB, no-op s
 
 
+def test_bench_repeated_prints_the_median_and_the_slowest_build():
+    result = bench("--repeat", "2", "1")
+    assert result.returncode == 0, result.stdout + result.stderr
+    header, row = result.stdout.splitlines()[1:3]
+    assert header.split()[-2:] == ["s", "slowest"] or header.rstrip().endswith("slowest s"), result.stdout
+    values = row.split()
+    assert float(values[-1]) >= float(values[2]) > 0, result.stdout   # the slowest of two, the median of two
+
+
 def test_bench_refuses_a_bad_n_with_a_usage_message():
     result = bench("0")
     assert result.returncode == 2 and "usage:" in result.stderr and "Traceback" not in result.stderr
