@@ -420,11 +420,9 @@ class Supervisor:
         return True
 
     def _add_time(self, header, *names):
-        """A worker's own timings into this check's: numbers only, whatever the worker sent."""
+        """A worker's own timings into this check's."""
         for name in names:
-            value = header.get(name)
-            if isinstance(value, (int, float)) and not isinstance(value, bool) and 0 <= value < 1e6:
-                self.timing[name] += float(value)
+            self.timing[name] += _seconds(header.get(name))
 
     def _lost_at_load(self, worker, kind, header):
         if kind == "timeout":
@@ -455,8 +453,7 @@ class Supervisor:
             self.results[case_id] = {"status": "crash", "code": self._exit(worker), "stderr": worker.stderr_tail()}
             return False
         self._note(header)
-        cpu = header.get("cpu_s")
-        cpu = float(cpu) if isinstance(cpu, (int, float)) and not isinstance(cpu, bool) and 0 <= cpu < 1e6 else 0.0
+        cpu = _seconds(header.get("cpu_s"))
         self.timing["cases_cpu_s"] += cpu
         self.seen["launched"].update(str(k)[:80] for k in header.get("launched") or [] if isinstance(k, str))
         status = header.get("status")
@@ -503,6 +500,12 @@ class Supervisor:
                 "no_triton": ran and not self.seen["launched"],
                 "patched": sorted(self.seen["patched"]), "events": self.seen["events"],
                 "inputs_modified": self.seen["inputs_modified"], "protocol": self.seen["protocol"][:5]}
+
+
+def _seconds(value):
+    """A time a worker reported, as a number whatever it sent (0 for anything else): diagnostics
+    only, never part of a verdict."""
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) and 0 <= value < 1e6 else 0.0
 
 
 def _torch():

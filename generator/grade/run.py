@@ -127,6 +127,7 @@ def grade_in_container(options: GradeOptions, progress: Progress = _stderr) -> G
     submission = submission_of(sid, "gradescope", name, read_tree(folder), lesson)
     submission.email = email
     runner = _runner(GradeOptions(**{**options.__dict__, "runner": "interpreter"}), build, progress)
+    runner.warm_up()   # the task server imports torch while the submission is read and the probe runs
     outcome = GradeOutcome([], None)
     results, failures = _run(lesson, [submission], runner, options, build, outcome, progress)
     student = Student(sid, name, email)
@@ -163,8 +164,6 @@ def _runner(options: GradeOptions, build: Path, progress: Progress):
 def _run(lesson: GradeLesson, submissions: list[Submission], runner, options: GradeOptions, build: Path,
          outcome: GradeOutcome, progress: Progress) -> tuple[dict[int, dict], dict[int, str]]:
     """Each gradable submission's result (by id() of the submission), and why some have none."""
-    if any(s.code is not None and s.problem is None for s in submissions):
-        runner.warm_up()   # (if not yet) the task server imports torch while the probe runs
     info = runner.probe(build, BuildCache(build).probes / f"{runner.kind}.json")
     runner.check_usable(info)
     identity = key(runner.identity(), json.dumps(info, sort_keys=True))
