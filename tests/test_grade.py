@@ -321,13 +321,15 @@ def test_jobs_that_share_their_work_run_each_unit_once_and_the_idle_ones_take_th
         queues[chunk.task.folder.name] = grade_job.Queue(job, Path("results"))
     monkeypatch.chdir(tmp_path / "work" / "task-0002")
     short = queues["task-0002"]
+    assert short.left() == 7   # its own and the others', none claimed yet
     taken = [short.next()["id"], short.next()["id"], short.next()["id"]]
     assert taken == ["k6", "k2", "k5"]   # its own, then the ends of the next jobs'
+    assert short.left() == 4 and queues["task-0000"].left() == 4   # what may still come to each
     assert Path(short.next()["path"]).read_text(encoding="utf-8") == "code 1"   # another job's file, from here
     monkeypatch.chdir(tmp_path / "work" / "task-0000")
     first = [u["id"] for u in iter(queues["task-0000"].next, None)]
     assert first == ["k0", "k4", "k3"]   # k1 and k2 were claimed by the job that ran them
-    assert queues["task-0001"].next() is None   # everything is claimed
+    assert queues["task-0001"].next() is None and queues["task-0001"].left() == 0   # everything is claimed
     # task-0002 wrote the results of k2 and k6: found for the chunks they were planned in
     for unit_id in ("k2", "k6"):
         folder = tmp_path / "work" / "task-0002" / "results"
@@ -400,10 +402,75 @@ def test_gradescope_tests_take_their_own_case_lines_when_names_share_a_prefix():
     assert _case_lines(output, "n=100") == ["SKIP  n=100  (skipped: y)"]
 
 
-def test_local_grading_splits_the_judging_over_a_process_per_four_jobs():
+def test_local_grading_splits_the_judging_over_a_process_per_four_jobs_and_one_per_gpu_at_least():
     from generator.grade.run import trusted_processes
     assert trusted_processes(16, 600) == 4 and trusted_processes(16, 3) == 3
     assert trusted_processes(2, 600) == 1 and trusted_processes(1, 1) == 1
+    assert trusted_processes(8, 600, gpus=4) == 4 and trusted_processes(64, 600, gpus=4) == 16
+    assert trusted_processes(16, 2, gpus=8) == 2   # never more processes than submissions
+
+
+def test_the_gpus_a_run_spreads_over_are_those_cuda_would_show():
+    from generator.grade.gpus import visible_gpus
+    assert visible_gpus({"CUDA_VISIBLE_DEVICES": "2,3"}, count=lambda: 8) == ["2", "3"]
+    assert visible_gpus({"CUDA_VISIBLE_DEVICES": "GPU-1a2b, GPU-3c4d"}, count=lambda: 8) == ["GPU-1a2b", "GPU-3c4d"]
+    assert visible_gpus({"CUDA_VISIBLE_DEVICES": "1,,2"}, count=lambda: 8) == ["1"]   # CUDA stops at an empty one
+    assert visible_gpus({"CUDA_VISIBLE_DEVICES": ""}, count=lambda: 8) == []
+    assert visible_gpus({}, count=lambda: 4) == ["0", "1", "2", "3"]
+    assert visible_gpus({}, count=lambda: 0) == []
+
+
+FAKE_CHECKER = """
+import os
+class Refused(Exception):
+    pass
+def sandbox_problem():
+    return None
+def triton_cache_dir():
+    return None
+class _Factory:
+    def wait_ready(self, seconds):
+        pass
+    def add_seed(self, folder):
+        pass
+class Session:
+    def __init__(self, interpreter, sandboxed, checker=None, start_margin=0, spares=0):
+        self.factory, self.timing = _Factory(), {"device_then": os.environ.get("CUDA_VISIBLE_DEVICES")}
+    def hold_spares(self, n):
+        pass
+    def close(self):
+        pass
+def check_unit(unit, timeout, session):
+    return {"status": "pass", "saw": os.environ.get("CUDA_VISIBLE_DEVICES")}
+def close_factories():
+    pass
+"""
+
+
+def test_each_job_runs_its_workers_on_the_gpu_it_was_given(tmp_path):
+    """plan() deals the machine's GPUs to the jobs in turn; grade_job.py sets the job's one as
+    CUDA_VISIBLE_DEVICES before its session (and so its worker factory) starts."""
+    import subprocess
+    import sys
+    from generator.grade.tasks import GRADE_JOB
+    units = [Unit(f"k{i}", f"code {i}", None, "relu.py") for i in range(6)]
+    chunks = plan(units, tmp_path / "work", FAKE_CHECKER, 2, 1, 10, "off", True, 3, share=True, devices=["4", "7"])
+    folders = [c.task.folder for c in chunks]
+    assert [json.loads((f / "job.json").read_text(encoding="utf-8"))["device"] for f in folders] == ["4", "7", "4"]
+    env = dict(os.environ, CUDA_VISIBLE_DEVICES="4,7")
+    for folder in folders:
+        done = subprocess.run([sys.executable, str(GRADE_JOB)], cwd=folder, env=env, capture_output=True, text=True,
+                              timeout=60)
+        assert done.returncode == 0, done.stderr
+    for folder, device in zip(folders, ["4", "7", "4"]):
+        summary = json.loads((folder / "result.json").read_text(encoding="utf-8"))
+        assert summary["device"] == device and summary["session"]["device_then"] == device
+        for path in (folder / "results").glob("*.json"):
+            assert json.loads(path.read_text(encoding="utf-8"))["data"]["saw"] == device
+    ran = sorted(p.stem for f in folders for p in (f / "results").glob("*.json"))
+    assert ran == [u.key for u in units]   # each unit once, whichever job claimed it
+    unpinned = plan(units, tmp_path / "work2", FAKE_CHECKER, 3, 1, 10, "off", True, 3)
+    assert "device" not in json.loads((unpinned[0].task.folder / "job.json").read_text(encoding="utf-8"))
 
 
 def test_launchers_are_made_once_from_the_answer_while_a_sandboxed_class_starts(lesson, tmp_path):
@@ -446,7 +513,8 @@ def test_launchers_are_made_once_from_the_answer_while_a_sandboxed_class_starts(
 
 def test_launchers_added_to_a_running_sandboxs_seed_appear_whole(tmp_path):
     """add_launchers: the staged seed (mounted in the sandbox) gets the launchers made after the
-    factory started, each one renamed into place complete; a worker's copy skips one being added."""
+    factory started, each one renamed into place complete; a worker's copy skips one being added,
+    and takes it before it loads the code it checks (refresh_seed)."""
     from generator.checker import sandbox
     cache = tmp_path / "cache"
     for name, files in (("L1", ["__triton_launcher.so"]), ("K1", ["relu.cubin", "relu.ttir"])):
@@ -463,9 +531,17 @@ def test_launchers_added_to_a_running_sandboxs_seed_appear_whole(tmp_path):
     sandbox.SANDBOX_SEED, sandbox.SCRATCH_ROOT = empty, str(monkeyed)
     try:
         sandbox._seed_triton_cache()
+        assert sorted(os.listdir(monkeyed / "triton")) == ["L1"]
+        # a spare that waited while the launchers were made takes the new ones before it loads code
+        (Path(empty) / ".new-L2").rename(Path(empty) / "L2")
+        (Path(empty) / "L2" / "__triton_launcher.so").write_bytes(b"y")
+        (monkeyed / "triton" / "L1" / "__triton_launcher.so").write_bytes(b"kept")
+        sandbox.refresh_seed()
     finally:
         sandbox.SANDBOX_SEED, sandbox.SCRATCH_ROOT = old
-    assert sorted(os.listdir(monkeyed / "triton")) == ["L1"]
+    assert sorted(os.listdir(monkeyed / "triton")) == ["L1", "L2"]
+    assert (monkeyed / "triton" / "L1" / "__triton_launcher.so").read_bytes() == b"kept"   # copied once only
+    assert (monkeyed / "triton" / "L2" / "__triton_launcher.so").read_bytes() == b"y"
     shutil.rmtree(empty)
 
 

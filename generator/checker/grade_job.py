@@ -17,8 +17,10 @@ Jobs on one machine share their work (job["share"]: the job folders beside this 
 run by whichever job claims it first (a file in ../claims), so a job that is done with its own
 units takes the others' last ones instead of idling while one job's hanging submissions run out.
 Where Triton's launchers are being made meanwhile from the lesson's answer (job["seed_done"]: the
-file that appears when that is over), a job starts its sandbox, then waits for it before its first
-worker, so that every worker starts with copies of them.
+file that appears when that is over), a job starts its sandbox and its workers' CUDA meanwhile, and
+waits for it before its first check; each worker copies the launchers before it loads any code. A job given a GPU (job["device"], as
+CUDA_VISIBLE_DEVICES names it) runs every worker on that one: a machine's GPUs are spread over its
+jobs.
 """
 import importlib.util
 import itertools
@@ -92,6 +94,13 @@ class Queue:
                     return unit
         return None
 
+    def left(self):
+        """How many units may still come to this job: those no job has claimed yet."""
+        with self.lock:
+            if self.claims is None:
+                return len(self.units)
+            return sum(1 for unit in self.units if not (self.claims / unit["id"]).exists())
+
     def _claim(self, unit_id):
         if self.claims is None:
             return True
@@ -135,28 +144,34 @@ def main():
     os.environ["COURSEPACK_CHILD_THREADS"] = str(max(1, cores // (together * max(1, int(job["jobs"])))))
     if together > 1 and "torch" in sys.modules:   # forked from the task server: torch ran nothing yet
         sys.modules["torch"].set_num_threads(max(1, cores // together))
+    if job.get("device") is not None:   # before the factory starts: its workers inherit it
+        os.environ["CUDA_VISIBLE_DEVICES"] = str(job["device"])
     queue = Queue(job, results)
     jobs = max(1, int(job["jobs"]))
     spares = min(jobs, len(queue.units))
-    seed_done = job.get("seed_done")   # launchers being made while this job starts: no worker before them
-    session, label, refused = open_session(job, checker, 0 if seed_done else spares)
+    seed_done = job.get("seed_done")   # launchers being made while this job starts
+    session, label, refused = open_session(job, checker, spares)
     done = []
     if session is not None:
         # the factory's own start (a sandboxed one imports torch again) may take long on a loaded
         # machine: waited for once here, not within each unit's start margin
         session.factory.wait_ready(FACTORY_WAIT_S)
-        if seed_done:
+        if seed_done:   # the spares start their CUDA meanwhile; each takes the launchers before it loads code
             wait_for(Path(seed_done), SEED_WAIT_S)
             session.factory.add_seed(checker.triton_cache_dir())
         session.hold_spares(spares)
 
         def drain():
             while (unit := queue.next()) is not None:
+                # no more workers waiting ready than checks may still come: a spare started for
+                # none is a CUDA context the GPU's driver made and ended for nothing
+                session.hold_spares(min(spares, queue.left()))
                 done.append(grade_unit(checker, session, unit, job["case_timeout"], results))
         with ThreadPoolExecutor(max_workers=jobs) as pool:
             for running in [pool.submit(drain) for _ in range(jobs)]:
                 running.result()
     write_atomically(Path("result.json"), {"sandbox": label, "refused": refused, "graded": len(done),
+                                           "device": job.get("device"),
                                            "seconds": round(time.monotonic() - started, 2),
                                            "session": session.timing if session is not None else None})
     if session is not None:

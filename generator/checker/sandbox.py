@@ -334,12 +334,24 @@ def add_launchers(cache, seed):
 def _seed_triton_cache():
     """Each worker's own Triton cache, in its scratch folder, starting with the staged launchers
     (stage_launcher_seed): saves each worker a gcc compile per kernel signature."""
-    seed, cache = SANDBOX_SEED, os.path.join(SCRATCH_ROOT, "triton")
+    cache = os.path.join(SCRATCH_ROOT, "triton")
     os.makedirs(cache, exist_ok=True)
     os.environ["TRITON_CACHE_DIR"] = cache
-    if os.path.isdir(seed):   # filtered when it was staged: copied whole, but for one being added
-        shutil.copytree(seed, cache, dirs_exist_ok=True, ignore=lambda folder, names: [
-            n for n in names if folder == seed and n.startswith(".new-")])
+    refresh_seed()
+
+
+def refresh_seed():
+    """Copies of the staged launchers that this worker's Triton cache lacks: at the worker's start,
+    and again before it loads the code it checks, since launchers may be added while it waits
+    ready (add_launchers: each appears whole, under its own name). Triton looks in its cache at a
+    kernel's first launch, after that."""
+    seed, cache = SANDBOX_SEED, os.path.join(SCRATCH_ROOT, "triton")
+    if not os.path.isdir(seed):
+        return
+    have = set(os.listdir(cache))
+    for entry in os.listdir(seed):
+        if entry not in have and not entry.startswith(".new-") and os.path.isdir(os.path.join(seed, entry)):
+            shutil.copytree(os.path.join(seed, entry), os.path.join(cache, entry))
 
 
 def _drop_capabilities():

@@ -203,9 +203,10 @@ def environment(torch, triton, use_gpu):
     return env
 
 
-def serve(channel, use_gpu, started, isolated=None):
+def serve(channel, use_gpu, started, isolated=None, reseed=None):
     """The worker's life: hello, load the code under check, run the cases it is sent, until told
-    to end (or right after a GPU fault: the process must not be used again)."""
+    to end (or right after a GPU fault: the process must not be used again). reseed: a sandboxed
+    worker's Triton cache takes the launchers staged while it waited, before the code loads."""
     import torch
     import triton
     if os.environ.get("COURSEPACK_CHILD_THREADS"):   # many workers at once: a small thread pool each
@@ -217,6 +218,8 @@ def serve(channel, use_gpu, started, isolated=None):
                   "startup_cpu_s": round(cpu_seconds(), 3),
                   "isolated_s": round((isolated or started) - started, 3)})
     request, _ = channel.recv()
+    if reseed is not None:
+        reseed()
     load = request["load"]
     path = load["path"]
     if load.get("source") is not None:   # a sandbox: the file travels as text into private scratch

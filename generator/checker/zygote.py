@@ -21,7 +21,7 @@ import time
 from .common import leave
 from .environment import prepare, warm_compile_key, warm_compiler
 from .protocol import Channel
-from .sandbox import isolate
+from .sandbox import isolate, refresh_seed
 from .worker import SCRATCH, serve  # noqa: F401
 
 
@@ -90,7 +90,8 @@ def _worker(fds, request, setup):
         isolated = time.monotonic()
         sock = socket.socket(fileno=data_fd)
         channel = Channel(sock.makefile("rb"), sock.makefile("wb"))
-        serve(channel, setup["use_gpu"], started, isolated)
+        serve(channel, setup["use_gpu"], started, isolated,
+              reseed=refresh_seed if request.get("sandbox") is not None else None)
     except BaseException:
         import traceback
         traceback.print_exc()

@@ -26,6 +26,7 @@ from generator.checker.sandbox import launcher_entries, sandbox_problem
 from generator.grade import gradescope as gs
 from generator.grade.collect import Submission, collect, read_tree, submission_of
 from generator.grade.feedback import check_lines, write_feedback
+from generator.grade.gpus import visible_gpus
 from generator.grade.gradebook import gradebook_csv
 from generator.grade.lesson import GradeError, GradeLesson, load_kit, load_lesson
 from generator.grade.pages import html_page
@@ -190,7 +191,8 @@ def _run(lesson: GradeLesson, submissions: list[Submission], runner, options: Gr
         seeding = local and info["cuda"] and runner.kind == "cuda" and options.sandbox == "on" and seed.needed()
         if seeding:
             seed.start(progress)
-        procs = trusted_processes(options.jobs, len(pending)) if local and not options.chunk else 1
+        gpus = visible_gpus() if runner.kind == "cuda" and info["cuda"] else []
+        procs = trusted_processes(options.jobs, len(pending), len(gpus)) if local and not options.chunk else 1
         jobs = max(1, options.jobs // procs)
         if procs > 1:   # in the order of their keys (a hash), whatever order the folder had: each
             # process gets its share of the hangs and crashes
@@ -199,11 +201,13 @@ def _run(lesson: GradeLesson, submissions: list[Submission], runner, options: Gr
         chunk = options.chunk or (-(-len(pending) // procs) if local else 50)
         chunks = plan(pending, work, lesson.checker, chunk, jobs, timeout, options.sandbox,
                       runner.kind == "interpreter" or not info["cuda"], len(lesson.spec.checks.cases),
-                      share=local and procs > 1, seed_done=seed.done if seeding else None)
+                      share=local and procs > 1, seed_done=seed.done if seeding else None,
+                      devices=gpus if local else None)
         progress(f"grade {len(pending)} distinct submission(s) ({outcome.cached} from the cache) on {runner.label}: "
                  f"{info['device']} · torch {info['torch']} · triton {info['triton']} · "
                  f"sandbox {options.sandbox} · "
-                 f"{len(chunks)} task(s), {jobs} at once in each" + (f", {procs} at once" if procs > 1 else ""))
+                 f"{len(chunks)} task(s), {jobs} at once in each" + (f", {procs} at once" if procs > 1 else "")
+                 + (f", over {len(gpus)} GPUs" if local and len(gpus) > 1 else ""))
         begun = time.monotonic()
         try:
             results = runner.run_tasks([c.task for c in chunks], progress, parallel=procs)
@@ -244,7 +248,7 @@ class LauncherSeed:
     compile them again (1.2 CPU s per submission on the H200 host) unless the sandbox seeds it
     with copies (stage_launcher_seed). An instructor's build leaves them there; for a build folder
     without, the lesson's answer (our code, not a student's) is checked once to make them, while
-    the grading jobs start: they wait for `done` before their first worker (grade_job.py)."""
+    the grading jobs start: they wait for `done` before their first check (grade_job.py)."""
 
     def __init__(self, lesson: GradeLesson, runner, build: Path, identity: str, timeout: float):
         self.lesson, self.runner, self.timeout = lesson, runner, timeout
@@ -293,12 +297,13 @@ class LauncherSeed:
                 shutil.rmtree(self.folder, ignore_errors=True)
 
 
-def trusted_processes(jobs: int, units: int) -> int:
+def trusted_processes(jobs: int, units: int, gpus: int = 1) -> int:
     """How many trusted processes grade at once on this machine: one per SUBMISSIONS_PER_PROCESS
-    submissions checked at once. A trusted process judges every case of its submissions in Python
-    (0.13-0.18 CPU s per submission on the H200 host), one thread at a time: with sixteen at once,
-    one process would be the bottleneck (BENCHMARKS.md)."""
-    return max(1, min(jobs // SUBMISSIONS_PER_PROCESS, units))
+    submissions checked at once, and at least one per GPU (each runs its workers on one: gpus.py).
+    A trusted process judges every case of its submissions in Python (0.13-0.18 CPU s per
+    submission on the H200 host), one thread at a time: with sixteen at once, one process would be
+    the bottleneck (BENCHMARKS.md)."""
+    return max(1, min(max(jobs // SUBMISSIONS_PER_PROCESS, gpus), units))
 
 
 def _write_outputs(lesson: GradeLesson, rows: list[Row], out: Path, build: Path, options: GradeOptions,

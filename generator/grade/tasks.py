@@ -82,11 +82,13 @@ class Chunk:
 
 
 def plan(units: list[Unit], folder: Path, checker: str, chunk: int, jobs: int, timeout: float, sandbox: str,
-         interpreter: bool, cases: int, share: bool = False, seed_done: Path | None = None) -> list[Chunk]:
+         interpreter: bool, cases: int, share: bool = False, seed_done: Path | None = None,
+         devices: list[str] | None = None) -> list[Chunk]:
     """Job folders under folder (emptied first), chunk units each: job.json, grade_job.py,
     check.py and the units' files. share: the jobs run at once on one machine and take each
     other's units when done with their own (claimed in folder/claims). seed_done: a file that
-    appears once Triton's launchers are made (run.LauncherSeed): the jobs fork no worker before."""
+    appears once Triton's launchers are made (run.LauncherSeed): the jobs check nothing before.
+    devices: the GPU of each job in turn (its CUDA_VISIBLE_DEVICES; gpus.py)."""
     if folder.exists():
         shutil.rmtree(folder)
     chunks = []
@@ -110,6 +112,8 @@ def plan(units: list[Unit], folder: Path, checker: str, chunk: int, jobs: int, t
                "start_margin": min(START_MARGIN_S, max(30.0, timeout)), "interpreter": interpreter, "sandbox": sandbox}
         if seed_done is not None:
             job["seed_done"] = str(seed_done.resolve())
+        if devices:
+            job["device"] = devices[index % len(devices)]
         if share:   # the others from the next one on, so that the jobs done first spread over them
             others = names[index + 1:] + names[:index]
             job["share"] = {"claims": "../claims", "jobs": [f"../{name}" for name in others]}
@@ -140,7 +144,7 @@ def collect_results(chunks: list[Chunk], results: list[TaskResult], store: Resul
         summary = read_json(folder / "result.json") or {}
         tasks.append({"task": chunk.task.name, "units": len(chunk.units), "state": result.state,
                       "job_id": result.job_id, "seconds": round(result.seconds, 1),
-                      "sandbox": summary.get("sandbox", "?")})
+                      "sandbox": summary.get("sandbox", "?"), "device": summary.get("device")})
         if summary.get("refused"):
             refused.append(summary["refused"])
         why = summary.get("refused") or result.detail or (
