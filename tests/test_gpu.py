@@ -112,3 +112,9 @@ def test_cuda_context_bench_smoke():
                             capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stdout + result.stderr
     assert len(re.findall(r" n=\s*\d+  per process: median \d+\.\d+ s.*contexts/s", result.stdout)) == 2, result.stdout
+    for mode in (["--driver"], []):   # whole lives, the context's end included: the bare driver, then torch
+        result = subprocess.run([sys.executable, str(REPO / "bench" / "cuda_context_bench.py"), "--steady", "1", *mode,
+                                 "2"], capture_output=True, text=True, timeout=300)
+        assert result.returncode == 0, result.stdout + result.stderr
+        assert re.search(r" n=  2  \d+ lives in \d+\.\d+ s -> \d+\.\d+ contexts/s  \(to a context", result.stdout), \
+            result.stdout
