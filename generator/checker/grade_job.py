@@ -18,9 +18,9 @@ run by whichever job claims it first (a file in ../claims), so a job that is don
 units takes the others' last ones instead of idling while one job's hanging submissions run out.
 Where Triton's launchers are being made meanwhile from the lesson's answer (job["seed_done"]: the
 file that appears when that is over), a job starts its sandbox and its workers' CUDA meanwhile, and
-waits for it before its first check; each worker copies the launchers before it loads any code. A job given a GPU (job["device"], as
-CUDA_VISIBLE_DEVICES names it) runs every worker on that one: a machine's GPUs are spread over its
-jobs.
+waits for it before its first check; each worker copies the launchers before it loads any code.
+A job given a GPU (job["device"], as CUDA_VISIBLE_DEVICES names it) runs every worker on that one:
+a machine's GPUs are spread over its jobs.
 """
 import importlib.util
 import itertools
