@@ -46,16 +46,20 @@ def test_kill_at_many_moments_never_leaves_a_half_written_dist(tmp_path):
         durations.append(time.monotonic() - start)
         states.append(dist_state(dist))
     assert states[0] != states[1] and sorted(states[0]) == sorted(states[1]) and len(states[0]) >= 2
-    duration = min(durations)   # the second build's, as warm as the ones that follow
-    kills, steps = 0, 6
-    for step in range(steps):   # the moments run from the build's loading to its last tenth
-        text.write_text(versions[step % 2], encoding="utf-8")
+    # the moments run from the build's loading to its last tenth of the time a warm build took; a
+    # build that ends before its moment is no kill: the next aims earlier, until each moment killed one
+    scale, steps, kills, attempts = min(durations), 6, 0, 0
+    while kills < steps and attempts < 4 * steps:
+        text.write_text(versions[attempts % 2], encoding="utf-8")
+        attempts += 1
         process = subprocess.Popen(command, cwd=root, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        time.sleep(duration * (0.3 + 0.6 * step / (steps - 1)))
+        time.sleep(scale * (0.3 + 0.6 * kills / (steps - 1)))
         if process.poll() is None:
             process.send_signal(signal.SIGKILL)
             kills += 1
+        else:
+            scale *= 0.7
         process.wait()
-        assert dist.is_dir(), f"build/dist missing after a kill at step {step}"
-        assert dist_state(dist) in states, f"a mixed build/dist after a kill at step {step}"
-    assert kills >= 3   # most builds are still running when the signal comes
+        assert dist.is_dir(), f"build/dist missing after attempt {attempts}"
+        assert dist_state(dist) in states, f"a mixed build/dist after attempt {attempts}"
+    assert kills == steps, f"only {kills} of {attempts} builds were still running when the signal came"
