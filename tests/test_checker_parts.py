@@ -332,3 +332,71 @@ def test_the_factory_warms_tritons_compiler_without_cuda_and_leaves_nothing(tmp_
     done = subprocess.run([sys.executable, "-c", script, str(join.HERE.parents[1]), str(tmp_path)], env=env,
                           capture_output=True, text=True, timeout=300)
     assert done.stdout.split("\n")[0] == "True True True False []", done.stdout + done.stderr[-2000:]
+
+
+def test_a_sandboxed_worker_acts_on_no_other_process():
+    """The worker's seccomp filter (sandbox._refuse_other_processes), in a forked child with no
+    bubblewrap: on itself, limits, priority, affinity and signals work; on another process of the
+    same user (a stand-in for another student's worker) each fails with EPERM, as does any call
+    that names the whole user. Without the filter every one of those would succeed."""
+    import json
+    import platform
+    import resource
+    import signal
+    import subprocess
+    import sys
+    from generator.checker import sandbox
+    if platform.machine() not in sandbox.PROCESS_CALLS or not sys.platform.startswith("linux"):
+        pytest.skip(f"the filter is for Linux on {sorted(sandbox.PROCESS_CALLS)}")
+    other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(read_end)
+        outcome = {}
+        try:
+            os.setpgid(0, 0)   # as a worker: its own group
+            sandbox._call("prctl", sandbox.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
+            sandbox._refuse_other_processes(os.getpid(), os.getpgrp())
+            me, them = os.getpid(), other.pid
+            cores = os.sched_getaffinity(0)
+            acts = {
+                "limit self": lambda: resource.prlimit(0, resource.RLIMIT_NOFILE),
+                "limit self by pid": lambda: resource.prlimit(me, resource.RLIMIT_CORE, (0, 0)),
+                "nice self": lambda: os.nice(1),
+                "priority of own group": lambda: os.setpriority(os.PRIO_PGRP, 0, 2),
+                "affinity self": lambda: os.sched_setaffinity(0, cores),
+                "signal self": lambda: os.kill(me, 0),
+                "limit other": lambda: resource.prlimit(them, resource.RLIMIT_CPU, (0, 0)),
+                "read other's limit": lambda: resource.prlimit(them, resource.RLIMIT_CPU),
+                "priority of other": lambda: os.setpriority(os.PRIO_PROCESS, them, 19),
+                "priority of user": lambda: os.setpriority(os.PRIO_USER, 0, 19),
+                "affinity of other": lambda: os.sched_setaffinity(them, {min(cores)}),
+                "scheduler of other": lambda: os.sched_setscheduler(them, os.SCHED_IDLE, os.sched_param(0)),
+                "signal other": lambda: os.kill(them, signal.SIGKILL),
+            }
+            for name, act in acts.items():
+                try:
+                    act()
+                    outcome[name] = "ok"
+                except OSError as exc:
+                    outcome[name] = exc.errno
+        finally:
+            os.write(write_end, json.dumps(outcome).encode())
+            os._exit(0)
+    os.close(write_end)
+    with os.fdopen(read_end, "rb") as pipe:
+        outcome = json.loads(pipe.read() or b"{}")
+    os.waitpid(pid, 0)
+    try:
+        assert other.poll() is None   # the other process lives on
+        assert resource.prlimit(other.pid, resource.RLIMIT_CPU)[0] == resource.RLIM_INFINITY
+        assert os.getpriority(os.PRIO_PROCESS, other.pid) == os.getpriority(os.PRIO_PROCESS, 0)
+    finally:
+        other.kill()
+        other.wait()
+    import errno
+    on_self = ["limit self", "limit self by pid", "nice self", "priority of own group", "affinity self", "signal self"]
+    assert {name: outcome.get(name) for name in on_self} == {name: "ok" for name in on_self}, outcome
+    refused = [name for name in outcome if name not in on_self]
+    assert {name: outcome[name] for name in refused} == {name: errno.EPERM for name in refused}, outcome

@@ -228,38 +228,41 @@ def isolate(limits=None):
     _drop_capabilities()
     _call("prctl", PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
     set_limits(limits)
-    _refuse_signals_outside(os.getpid(), os.getpgrp())
+    _refuse_other_processes(os.getpid(), os.getpgrp())
     return SCRATCH_ROOT
 
 
-# The signal system calls, by architecture: (audit arch, {name: number}).
-SIGNAL_CALLS = {"x86_64": (0xC000003E, {"kill": 62, "tkill": 200, "tgkill": 234, "rt_sigqueueinfo": 129,
-                                        "rt_tgsigqueueinfo": 297, "pidfd_send_signal": 424}),
-                "aarch64": (0xC00000B7, {"kill": 129, "tkill": 130, "tgkill": 131, "rt_sigqueueinfo": 138,
-                                         "rt_tgsigqueueinfo": 240, "pidfd_send_signal": 424})}
+# The system calls that act on another process, by architecture: (audit arch, {name: number}).
+# Without a filter a worker may call each on any process of the same user that it can name: its
+# siblings (other students' workers) and the factory share its PID namespace.
+PROCESS_CALLS = {
+    "x86_64": (0xC000003E, {"kill": 62, "tkill": 200, "tgkill": 234, "rt_sigqueueinfo": 129, "rt_tgsigqueueinfo": 297,
+                            "pidfd_send_signal": 424, "prlimit64": 302, "setpriority": 141, "ioprio_set": 251,
+                            "sched_setparam": 142, "sched_setscheduler": 144, "sched_setaffinity": 203,
+                            "sched_setattr": 314}),
+    "aarch64": (0xC00000B7, {"kill": 129, "tkill": 130, "tgkill": 131, "rt_sigqueueinfo": 138, "rt_tgsigqueueinfo": 240,
+                             "pidfd_send_signal": 424, "prlimit64": 261, "setpriority": 140, "ioprio_set": 30,
+                             "sched_setparam": 118, "sched_setscheduler": 119, "sched_setaffinity": 122,
+                             "sched_setattr": 274})}
+SIGNALS = ("kill", "tkill", "tgkill", "rt_sigqueueinfo", "rt_tgsigqueueinfo")
+ON_SELF = ("prlimit64", "sched_setparam", "sched_setscheduler", "sched_setaffinity", "sched_setattr")
+# setpriority's and ioprio_set's first argument: whom the second names; a user (all its processes) never
+WHO_KINDS = {"setpriority": (0, 1), "ioprio_set": (1, 2)}   # PRIO_PROCESS, PRIO_PGRP; IOPRIO_WHO_PROCESS, _PGRP
 
 
-def _refuse_signals_outside(pid, group):
-    """A seccomp filter: kill, tgkill and their kin succeed only for this process, its group (its
-    children) or 0 (the same); pidfd_send_signal never; anything else fails with EPERM."""
+def _refuse_other_processes(pid, group):
+    """A seccomp filter: a worker acts on no other process. kill, tgkill and their kin succeed only
+    for this process, its group (its children) or 0 (the same); pidfd_send_signal never; prlimit64
+    and the sched_set* calls (limits, scheduling, CPU affinity) only on itself (0 or its pid);
+    setpriority and ioprio_set only on itself or its group, never on a user; no call of another
+    ABI. Anything else that they ask fails with EPERM: one student's code can neither kill nor
+    starve another's."""
     import platform
-    found = SIGNAL_CALLS.get(platform.machine())
+    found = PROCESS_CALLS.get(platform.machine())
     if found is None:
         return   # another architecture: the namespaces and the uid still apply
     arch, calls = found
-    allow, refuse = 0x7FFF0000, 0x00050000 | 1   # SECCOMP_RET_ALLOW, SECCOMP_RET_ERRNO | EPERM
-    load, equal, give = 0x20, 0x15, 0x06       # BPF_LD|W|ABS, BPF_JMP|JEQ|K, BPF_RET|K
-    own = [pid & 0xFFFFFFFF, (-group) & 0xFFFFFFFF, 0]
-    targeted = [calls[n] for n in ("kill", "tkill", "tgkill", "rt_sigqueueinfo", "rt_tgsigqueueinfo")]
-    program = [(load, 0, 0, 4), (equal, 1, 0, arch), (give, 0, 0, allow), (load, 0, 0, 0),
-               (equal, 0, 1, calls["pidfd_send_signal"]), (give, 0, 0, refuse)]
-    # each targeted call jumps to the check of its first argument (after the remaining comparisons)
-    for index, number in enumerate(targeted):
-        program.append((equal, len(targeted) - index, 0, number))
-    program += [(give, 0, 0, allow), (load, 0, 0, 16)]
-    for index, value in enumerate(own):
-        program.append((equal, len(own) - index, 0, value))
-    program += [(give, 0, 0, refuse), (give, 0, 0, allow)]
+    program = _assemble(_filter_program(arch, calls, pid, group))
 
     class Filter(ctypes.Structure):
         _fields_ = [("code", ctypes.c_ushort), ("jt", ctypes.c_ubyte), ("jf", ctypes.c_ubyte), ("k", ctypes.c_uint)]
@@ -269,6 +272,56 @@ def _refuse_signals_outside(pid, group):
 
     filters = (Filter * len(program))(*[Filter(*f) for f in program])
     _call("prctl", 22, 2, ctypes.byref(Program(len(program), filters)), 0, 0)   # PR_SET_SECCOMP, FILTER
+
+
+LOAD, EQUAL, AT_LEAST, GIVE = 0x20, 0x15, 0x35, 0x06   # BPF_LD|W|ABS, BPF_JMP|JEQ|K, BPF_JMP|JGE|K, BPF_RET|K
+X32_SYSCALL_BIT = 0x40000000
+ALLOW, REFUSE = 0x7FFF0000, 0x00050000 | 1  # SECCOMP_RET_ALLOW, SECCOMP_RET_ERRNO | EPERM
+
+
+def _filter_program(arch, calls, pid, group):
+    """The filter as (opcode, jump if equal, jump if not, value) with labels for the jumps ("next"
+    goes on): labels are resolved by _assemble. Arguments are read as their low 32 bits."""
+    me = [pid & 0xFFFFFFFF, group & 0xFFFFFFFF, 0]
+    # another ABI's calls (i386's int 0x80, x32's numbers) would pass the checks below unread: refused
+    program = [(LOAD, None, None, 4), (EQUAL, "next", "refuse", arch), (LOAD, None, None, 0),
+               (AT_LEAST, "refuse", "next", X32_SYSCALL_BIT), (EQUAL, "refuse", "next", calls["pidfd_send_signal"])]
+    program += [(EQUAL, "signal", "next", calls[name]) for name in SIGNALS]
+    program += [(EQUAL, "self", "next", calls[name]) for name in ON_SELF]
+    program += [(EQUAL, name, "next", calls[name]) for name in WHO_KINDS]
+    program += [(GIVE, None, None, ALLOW)]
+    program += [("signal",), (LOAD, None, None, 16)]   # kill's pid, or -group for the group
+    program += [(EQUAL, "allow", "next", value) for value in (pid & 0xFFFFFFFF, (-group) & 0xFFFFFFFF, 0)]
+    program += [(GIVE, None, None, REFUSE), ("self",), (LOAD, None, None, 16)]
+    program += [(EQUAL, "allow", "next", value) for value in (pid & 0xFFFFFFFF, 0)]
+    program += [(GIVE, None, None, REFUSE)]
+    for name, kinds in WHO_KINDS.items():
+        program += [(name,), (LOAD, None, None, 16)]
+        program += [(EQUAL, "who", "next", kind) for kind in kinds]
+        program += [(GIVE, None, None, REFUSE)]
+    program += [("who",), (LOAD, None, None, 24)]
+    program += [(EQUAL, "allow", "next", value) for value in me]
+    program += [("refuse",), (GIVE, None, None, REFUSE), ("allow",), (GIVE, None, None, ALLOW)]
+    return program
+
+
+def _assemble(program):
+    """Labels (one-element tuples) out, jumps to them as offsets from the next instruction."""
+    where, count = {}, 0
+    for item in program:
+        if len(item) == 1:
+            where[item[0]] = count
+        else:
+            count += 1
+    code = []
+    for item in program:
+        if len(item) == 1:
+            continue
+        op, yes, no, value = item
+        here = len(code) + 1
+        offset = lambda target: 0 if target in (None, "next") else where[target] - here
+        code.append((op, offset(yes), offset(no), value))
+    return code
 
 
 KERNEL_FILES = (".cubin", ".ptx", ".ttir", ".ttgir", ".llir", ".amdgcn", ".hsaco", ".source", ".json.src", ".py")
