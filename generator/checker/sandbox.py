@@ -209,7 +209,7 @@ def isolate(limits=None):
     """In a worker just forked from the sandboxed factory (its own process group already): user,
     mount, network and IPC namespaces of its own, a private scratch folder, not dumpable (no other
     process reads its memory or its files through /proc), no capabilities, no new privileges,
-    limits, and a filter that refuses any signal to a process outside its own process group (its
+    limits, and a filter that lets it act on no other process (_refuse_other_processes: its
     siblings and the factory stay out of reach). Not a PID namespace of its own: CUDA does not
     start in one that the mounted /proc does not show (error 304, "OS call failed")."""
     limits = dict(LIMITS, **(limits or {}))
