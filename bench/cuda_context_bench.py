@@ -15,6 +15,7 @@ CUDA_DEVICE_MAX_CONNECTIONS=1 to measure as they start.
 Prints, per N: each process's times (median, max), the wall time and contexts per second. Needs a
 CUDA GPU (Linux: fork). Never fails on time.
 """
+import argparse
 import ctypes
 import json
 import os
@@ -135,45 +136,40 @@ def spread(values):
     return f"{statistics.median(values):.3f} s (max {max(values):.3f})"
 
 
-def main(argv):
-    seconds = None
-    driver = "--driver" in argv
-    alloc = 2
-    args = [a for a in argv if a != "--driver"]
-    if "--steady" in args:
-        at = args.index("--steady")
-        seconds = float(args[at + 1])
-        del args[at:at + 2]
-    if "--alloc" in args:
-        at = args.index("--alloc")
-        alloc = int(args[at + 1])
-        del args[at:at + 2]
-    counts = [int(a) for a in args] or ([1, 4, 8, 16, 32] if seconds else [1, 1, 4, 8, 16, 32])
+def starter(driver, alloc):
+    """(what each process does, its label): the bare driver, or torch as the workers start it."""
     if driver:
-        start = lambda marks: driver_life(alloc, marks)
-        label = "the bare driver"
-    else:
-        os.environ["PYTORCH_NVML_BASED_CUDA_CHECK"] = "1"   # this process must not start CUDA: its children do
-        import torch
-        if not torch.cuda.is_available():
-            raise SystemExit("cuda_context_bench: needs a CUDA GPU")
-        start = lambda marks: (torch_start(torch, alloc), marks.append(time.monotonic()))[0]
-        label = f"torch {torch.__version__}"
+        return (lambda marks: driver_life(alloc, marks)), "the bare driver"
+    os.environ["PYTORCH_NVML_BASED_CUDA_CHECK"] = "1"   # this process must not start CUDA: its children do
+    import torch
+    if not torch.cuda.is_available():
+        raise SystemExit("cuda_context_bench: needs a CUDA GPU")
+    return (lambda marks: (torch_start(torch, alloc), marks.append(time.monotonic()))[0]), f"torch {torch.__version__}"
+
+
+def main(argv):
+    parser = argparse.ArgumentParser(description="How many CUDA contexts one GPU starts (and ends) per second.")
+    parser.add_argument("counts", nargs="*", type=int, help="processes at once (N)")
+    parser.add_argument("--steady", type=float, metavar="S", help="whole lives for S seconds, N at all times")
+    parser.add_argument("--driver", action="store_true", help="the bare driver through ctypes, not torch")
+    parser.add_argument("--alloc", type=int, default=2, metavar="MB", help="memory each process allocates (2)")
+    args = parser.parse_args(argv)
+    counts = args.counts or ([1, 4, 8, 16, 32] if args.steady else [1, 1, 4, 8, 16, 32])
+    start, label = starter(args.driver, args.alloc)
     queues = os.environ.get("CUDA_DEVICE_MAX_CONNECTIONS", "8 (the default)")
-    if seconds is None:
+    if args.steady is None:
         print(f"CUDA contexts started at once · {label} · hardware queues {queues}")
         for n in counts:
             median, longest, wall, device = batch(start, n)
             print(f"  {device} n={n:3d}  per process: median {median:.3f} s, max {longest:.3f} s  batch {wall:.3f} s  "
                   f"-> {n / wall:.1f} contexts/s", flush=True)
         return 0
-    print(f"CUDA contexts' whole lives, {seconds:g} s each, N at all times · {label} · {alloc} MB each · "
+    print(f"CUDA contexts' whole lives, {args.steady:g} s each, N at all times · {label} · {args.alloc} MB each · "
           f"hardware queues {queues}")
     for n in counts:
-        done, wall, lives, device = steady(start, n, seconds)
-        to_context = [m[1] - m[0] for m in lives]
-        parts = f"to a context {spread(to_context)}"
-        if driver:
+        done, wall, lives, device = steady(start, n, args.steady)
+        parts = f"to a context {spread([m[1] - m[0] for m in lives])}"
+        if args.driver:
             parts += (f", work {spread([m[2] - m[1] for m in lives])}, release {spread([m[3] - m[2] for m in lives])}"
                       f", exit {spread([m[4] - m[3] for m in lives])}")
         else:

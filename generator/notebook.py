@@ -2,9 +2,9 @@
 
 The notebook is made as plain data and validated whole, once (once per shape: _validate), against
 the nbformat 4 schema (nbformat.v4.new_*_cell validates every cell again on its own through
-jsonschema, about 0.6 ms a cell, without checking anything more), then written as nbformat's own writer writes it: sorted
-keys, an indent of one, each source split into lines. Its writer first deep-copies the notebook
-it is given; this one is made for the writing and dropped after it.
+jsonschema, about 0.6 ms a cell, without checking anything more), then written as nbformat's own
+writer writes it: sorted keys, an indent of one, each source split into lines. Its writer first
+deep-copies the notebook it is given; this one is made for the writing and dropped after it.
 """
 
 from __future__ import annotations

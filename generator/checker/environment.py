@@ -155,6 +155,27 @@ def warm_compiler():
 def nvml_capability():
     """The first GPU's compute capability as Triton writes it (90 for an H200), through NVML, which
     starts no CUDA; None where NVML cannot say."""
+    def ask(nvml, ctypes):
+        handle, major, minor = ctypes.c_void_p(), ctypes.c_int(), ctypes.c_int()
+        if (nvml.nvmlDeviceGetHandleByIndex_v2(0, ctypes.byref(handle)) != 0 or
+                nvml.nvmlDeviceGetCudaComputeCapability(handle, ctypes.byref(major), ctypes.byref(minor)) != 0):
+            return None
+        return major.value * 10 + minor.value
+    return nvml_answer(ask)
+
+
+def nvml_count():
+    """How many GPUs NVML sees (all of the machine's: it ignores CUDA_VISIBLE_DEVICES); 0 where
+    NVML cannot say."""
+    def ask(nvml, ctypes):
+        found = ctypes.c_uint()
+        return found.value if nvml.nvmlDeviceGetCount_v2(ctypes.byref(found)) == 0 else 0
+    return nvml_answer(ask) or 0
+
+
+def nvml_answer(ask):
+    """ask(nvml, ctypes) between NVML's start and its shutdown (NVML starts no CUDA context); None
+    where there is no NVML or it lacks a call that ask makes."""
     import ctypes
     try:
         nvml = ctypes.CDLL("libnvidia-ml.so.1")
@@ -163,11 +184,7 @@ def nvml_capability():
     except (OSError, AttributeError):
         return None
     try:
-        handle, major, minor = ctypes.c_void_p(), ctypes.c_int(), ctypes.c_int()
-        if (nvml.nvmlDeviceGetHandleByIndex_v2(0, ctypes.byref(handle)) != 0 or
-                nvml.nvmlDeviceGetCudaComputeCapability(handle, ctypes.byref(major), ctypes.byref(minor)) != 0):
-            return None
-        return major.value * 10 + minor.value
+        return ask(nvml, ctypes)
     except AttributeError:
         return None
     finally:

@@ -213,9 +213,9 @@ def serve(channel, use_gpu, started, isolated=None, reseed=None):
         torch.set_num_threads(int(os.environ["COURSEPACK_CHILD_THREADS"]))
     if use_gpu:
         start_cuda(torch)   # its cost counts as start-up, not as case 1
-        # then a lower CPU priority for its compiles and cases: the GPU driver starts and ends each
-        # worker's context under one lock, on the CPU, and a loaded CPU halves how many it makes a
-        # second; the workers starting theirs and the trusted processes go first (BENCHMARKS.md)
+        # then a lower CPU priority for its compiles and cases: one GPU's driver starts and ends
+        # about 13 contexts a second, half that on a loaded CPU; the workers starting theirs and
+        # the trusted processes go first (BENCHMARKS.md: lesson 3's class 12 % faster)
         try:
             os.nice(WORKER_NICE)
         except OSError:

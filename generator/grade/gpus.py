@@ -7,38 +7,22 @@ the run) is given one GPU, which its workers alone see (CUDA_VISIBLE_DEVICES).""
 
 from __future__ import annotations
 
-import ctypes
 import os
 from typing import Callable, Mapping
 
+from generator.checker.environment import nvml_count
 
-def visible_gpus(environ: Mapping[str, str] = os.environ, count: Callable[[], int] | None = None) -> list[str]:
+
+def visible_gpus(environ: Mapping[str, str] = os.environ, count: Callable[[], int] = nvml_count) -> list[str]:
     """The devices as CUDA_VISIBLE_DEVICES names them, one per GPU this process may use: the
     instructor's own CUDA_VISIBLE_DEVICES, entries up to the first empty one (as CUDA reads it), or
     every GPU that NVML counts; [] where neither says (nothing is pinned then)."""
     chosen = environ.get("CUDA_VISIBLE_DEVICES")
-    if chosen is not None:
-        entries = []
-        for entry in chosen.split(","):
-            if not entry.strip():
-                break
-            entries.append(entry.strip())
-        return entries
-    return [str(index) for index in range((count or nvml_count)())]
-
-
-def nvml_count() -> int:
-    """How many GPUs NVML sees (it starts no CUDA context); 0 where there is no NVML."""
-    try:
-        nvml = ctypes.CDLL("libnvidia-ml.so.1")
-        if nvml.nvmlInit_v2() != 0:
-            return 0
-    except (OSError, AttributeError):
-        return 0
-    try:
-        found = ctypes.c_uint()
-        return found.value if nvml.nvmlDeviceGetCount_v2(ctypes.byref(found)) == 0 else 0
-    except AttributeError:
-        return 0
-    finally:
-        nvml.nvmlShutdown()
+    if chosen is None:
+        return [str(index) for index in range(count())]
+    entries = []
+    for entry in chosen.split(","):
+        if not entry.strip():
+            break
+        entries.append(entry.strip())
+    return entries

@@ -188,7 +188,7 @@ def _run(lesson: GradeLesson, submissions: list[Submission], runner, options: Gr
     if pending:
         local = runner.kind in ("cuda", "interpreter")
         seed = LauncherSeed(lesson, runner, build, identity, timeout)
-        seeding = local and info["cuda"] and runner.kind == "cuda" and options.sandbox == "on" and seed.needed()
+        seeding = runner.kind == "cuda" and info["cuda"] and options.sandbox == "on" and seed.needed()
         if seeding:
             seed.start(progress)
         gpus = visible_gpus() if runner.kind == "cuda" and info["cuda"] else []
@@ -202,12 +202,12 @@ def _run(lesson: GradeLesson, submissions: list[Submission], runner, options: Gr
         chunks = plan(pending, work, lesson.checker, chunk, jobs, timeout, options.sandbox,
                       runner.kind == "interpreter" or not info["cuda"], len(lesson.spec.checks.cases),
                       share=local and procs > 1, seed_done=seed.done if seeding else None,
-                      devices=gpus if local else None)
+                      devices=gpus)
         progress(f"grade {len(pending)} distinct submission(s) ({outcome.cached} from the cache) on {runner.label}: "
                  f"{info['device']} · torch {info['torch']} · triton {info['triton']} · "
                  f"sandbox {options.sandbox} · "
                  f"{len(chunks)} task(s), {jobs} at once in each" + (f", {procs} at once" if procs > 1 else "")
-                 + (f", over {len(gpus)} GPUs" if local and len(gpus) > 1 else ""))
+                 + (f", over {len(gpus)} GPUs" if len(gpus) > 1 else ""))
         begun = time.monotonic()
         try:
             results = runner.run_tasks([c.task for c in chunks], progress, parallel=procs)
