@@ -35,7 +35,8 @@ from generator.leaks import prepare as prepare_leak_scan
 from generator.loader import CourseContent, Lesson, load_content
 from generator.pack import EDITIONS, Edition, Pack, forget_digests
 from generator.pairing import edition_drift
-from generator.render import LessonContext, checker_data, finalize_pack, jinja_env, mistake_code, render_pack
+from generator.render import (LessonContext, check_templates, checker_data, finalize_pack, jinja_env, mistake_code,
+                              render_pack)
 from generator.report import report_data, write_reports
 from generator import verify as V
 from generator.bundle import CourseBundle, LessonFolder, lesson_folder
@@ -149,6 +150,7 @@ def render_all(content: CourseContent, options: BuildOptions) -> dict[tuple[str,
     """Every pack in memory, grouped by (lesson, locale); leak-scanned (for tests and tools: a build
     renders lesson by lesson)."""
     env = jinja_env(options.templates)
+    check_templates(env)
     return {(lesson.spec.id, locale): editions for lesson, locale, editions in rendered(content, options, env)}
 
 
@@ -241,6 +243,7 @@ def _build(options: BuildOptions, progress: Progress, started: float) -> BuildRe
         progress(f"note   {item['file']}: {item['unit']} is {item['kind']}; shown with a marker")
     out = options.out
     env = jinja_env(options.templates)
+    check_templates(env)
     count = len(selected(content, options))
     progress(f"render {count * len(EDITIONS)} packs ({count} lesson x locale), lesson by lesson")
     records, hashes = {}, None

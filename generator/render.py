@@ -14,7 +14,7 @@ from generator.checker.common import without_main_block as checker_lines_before_
 from generator.archive import constant_part
 from generator.checker.join import DATA_LINE, joined, with_data
 from generator.codegen import blank_index, render_code
-from generator.errors import CoursepackError
+from generator.errors import ContentError, CoursepackError, Location, Problem
 from generator.html import pack_page
 from generator.loader import CourseContent, Lesson
 from generator.markdown import Cell, check_markdown, parse_blocks, split_cells
@@ -90,6 +90,31 @@ class LessonContext:
         return list(self.text.hints if self.answer else self.text.hints[:3])
 
 
+def check_templates(env: jinja2.Environment) -> None:
+    """Compile every template the folder holds (the grading page's and Quarto's too, which a
+    build does not render), so a broken one fails `check` and `build`, not a later `grade`.
+    Raises ContentError with each syntax error as file:line."""
+    templates = Path(env.loader.searchpath[0])
+    problems = []
+    for name in sorted(env.loader.list_templates()):
+        if not name.endswith(".j2"):
+            continue   # static files beside the templates (lesson.css) are copied, not compiled
+        try:
+            env.get_template(name)
+        except jinja2.TemplateSyntaxError as exc:
+            where = _template_name(exc.filename or name, templates)
+            problems.append(Problem(Location(where, exc.lineno or 0), f"template syntax: {exc.message or exc}"))
+    if problems:
+        raise ContentError(problems)
+
+
+def _template_name(name: str, templates: Path) -> str:
+    try:
+        return str(Path(name).resolve().relative_to(templates.resolve().parent))
+    except ValueError:
+        return name
+
+
 def located_template_error(exc: jinja2.TemplateError, templates: Path) -> RenderError:
     """A template mistake as file:line: what, instead of a traceback."""
     if isinstance(exc, jinja2.TemplateSyntaxError):
@@ -98,10 +123,7 @@ def located_template_error(exc: jinja2.TemplateError, templates: Path) -> Render
         import traceback
         frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename.endswith(".j2")]
         name, line = (frames[-1].filename, frames[-1].lineno) if frames else ("template", 0)
-    try:
-        name = str(Path(name).resolve().relative_to(templates.resolve().parent))
-    except ValueError:
-        pass
+    name = _template_name(name, templates)
     kind = "template syntax" if isinstance(exc, jinja2.TemplateSyntaxError) else "template"
     return RenderError(f"{name}:{line}: {kind}: {exc.message or exc}")
 

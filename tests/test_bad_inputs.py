@@ -130,6 +130,8 @@ CORPUS = [
     ("quarto_block_fence", replace(EN, "ReLU fits\n    on one line:", "ReLU fits\n    ::: on one line:"), "':::'", True),
     ("quarto_template", replace("templates/quarto/lesson.qmd.j2", "{% for fig in figures %}", "{% for fig in figures %"),
      "template syntax", True),
+    ("grade_page_template", replace("templates/grade/page.html.j2", "{% endautoescape %}", "{% endautoescape"),
+     "templates/grade/page.html.j2:27:", True),
     ("checker_message_missing", replace(LOC_EN, '  raised: "raised {text}"\n', ""), "checker.raised: missing in en", False),
     ("answer_translation_missing", lambda root: empty_unit(root, EN, ("questions", "q3", "answer")),
      "questions.q3.answer: missing in en: a release never falls back", True),
@@ -166,3 +168,14 @@ def test_bad_input(with_dist, capsys, case_id, mutate, expected, has_line):
     assert (LOCATED if has_line else FILE_ONLY).search(err) or LOCATED.search(err), err
     assert [p.name for p in (root / "build" / "dist").iterdir()] == ["previous.zip"]
     assert (root / "build" / "dist" / "previous.zip").read_bytes() == b"the previous release"
+
+
+def test_check_compiles_every_template(content_copy, capsys):
+    """`coursepack check` compiles the templates a build never renders (the grading page's), so a
+    broken one is found before an instructor grades."""
+    replace("templates/grade/page.html.j2", "{% endautoescape %}", "{% endautoescape")(content_copy)
+    code = main(["check", "--content", str(content_copy / "content"), "--templates", str(content_copy / "templates")])
+    err = capsys.readouterr().err
+    assert code == 1
+    assert "templates/grade/page.html.j2:27:1: template syntax: " in err, err
+    assert "Traceback" not in err

@@ -34,6 +34,7 @@ from generator.grade.roster import Student, read_roster
 from generator.grade.rows import Row, assign_slugs, make_row, people
 from generator.grade.summary import CHART, score_chart, summary_markdown
 from generator.grade.tasks import START_S, ResultStore, Unit, collect_results, harvest, plan, unit_key
+from generator.render import check_templates, jinja_env
 from generator.resources import TEMPLATES
 from generator.runners import Task, make_runner
 
@@ -90,6 +91,7 @@ def grade(options: GradeOptions, progress: Progress = _stderr) -> GradeOutcome:
     if options.submissions is not None and options.submissions.exists():
         runner.warm_up()   # the task server imports torch while the lesson and the submissions are read
     lesson = load_lesson(options.content, options.lesson)
+    check_templates(jinja_env(options.templates))   # a broken page template stops grading before it runs code
     out = options.out or build / "grades" / lesson.id
     _check_out(out)
     locales = list(lesson.languages)
