@@ -1,5 +1,5 @@
-"""grades.csv: one row per student, after a header and, as `otter grade` writes its
-final_grades.csv, a row of the maximum points (id POINTS POSSIBLE). Written whole or not at all.
+"""grades.csv: one row per student, after a header and a row of the maximum points (id POINTS
+POSSIBLE). Written whole or not at all.
 
 Columns: student_id, name, email, lesson, locale, status; the automatic points per rubric group
 (points_normal, points_boundary) and their sum (points_automatic); the manual parts, empty for the
