@@ -25,24 +25,25 @@ def _round_trip() -> YAML:
     return yaml
 
 
-def _source_units(path: Path, fold_markers: bool = False) -> dict[str, str]:
-    doc = load_yaml(path, ProblemCollector(path.parent), fold_markers=fold_markers)
+def _source_units(path: Path, fold_markers: bool = False, latin_folds: bool = False) -> dict[str, str]:
+    doc = load_yaml(path, ProblemCollector(path.parent), fold_markers=fold_markers, latin_folds=latin_folds)
     return units(doc.data) if doc is not None else {}
 
 
 def refold_stamps(source_path: Path, translation_path: Path) -> dict[str, str]:
-    """Issue 10.1: units of a translation whose stamp is the hash of the pre-fix reading of their
-    *current* source text (a U+0007 fold marker at each fold of a folded `>` scalar), with their
-    source text as it reads now. The translator reviewed exactly that text; only its hash was wrong.
-    A unit stamped on any other text is left out: its source really changed."""
+    """Issues 10.1 and 39: units of a translation whose stamp is the hash of an old reading of their
+    *current* source text (a U+0007 fold marker at each fold of a folded `>` scalar; a space at a
+    fold between two CJK characters), with their source text as it reads now. The translator
+    reviewed exactly that text; only its hash was wrong. A unit stamped on any other text is left
+    out: its source really changed."""
     doc = load_yaml(translation_path, ProblemCollector(translation_path.parent))
     stamps = doc.data.get(HASHES) if doc is not None and isinstance(doc.data, dict) else None
     if not isinstance(stamps, dict):
         return {}
     source = _source_units(source_path)
-    old = _source_units(source_path, fold_markers=True)
-    return {unit: source[unit] for unit, stamp in stamps.items()
-            if unit in source and old.get(unit, source[unit]) != source[unit] and stamp == unit_hash(old[unit])}
+    readings = (_source_units(source_path, fold_markers=True), _source_units(source_path, latin_folds=True))
+    return {unit: source[unit] for unit, stamp in stamps.items() if unit in source
+            and any(old.get(unit, source[unit]) != source[unit] and stamp == unit_hash(old[unit]) for old in readings)}
 
 
 def status(content_root: Path, locale: str | None = None) -> dict:

@@ -24,6 +24,7 @@ from ruamel.yaml.error import MarkedYAMLError, YAMLError
 from ruamel.yaml.events import AliasEvent
 from ruamel.yaml.nodes import Node
 
+from generator.cjkfold import rejoin
 from generator.errors import ProblemCollector
 
 try:   # libyaml through PyYAML: the same nodes as ruamel's pure-Python composer, ten times faster
@@ -49,6 +50,8 @@ class YamlDoc:
     key_pos: dict[KeyPath, tuple[int, int]] = field(default_factory=dict)
     valid: bool = True   # cleared when the file's content fails its schema
     fold_markers: bool = False   # read the pre-10.1 way (see load_yaml)
+    text: str = ""
+    latin_folds: bool = False   # read the pre-39 way: every fold one space (see load_yaml)
 
     def position(self, keypath: KeyPath, of_key: bool = False) -> tuple[int, int]:
         """Line and column (1-based) of the deepest known part of keypath."""
@@ -86,12 +89,15 @@ def read_text(path: Path, problems: ProblemCollector) -> str | None:
     return text.removeprefix("\ufeff")
 
 
-def load_yaml(path: Path, problems: ProblemCollector, *, fold_markers: bool = False) -> YamlDoc | None:
+def load_yaml(path: Path, problems: ProblemCollector, *, fold_markers: bool = False,
+              latin_folds: bool = False) -> YamlDoc | None:
     """The file's data and positions, or None after recording why it cannot be read.
 
+    A fold between two CJK characters joins them without a space (generator/cjkfold.py).
     fold_markers=True reproduces the reading before issue 10.1 (ruamel's round-trip composer, with
-    U+0007 at each fold of a folded scalar); only the stamp migration (generator/migrate.py) uses it,
-    to recognise stamps computed on that reading.
+    U+0007 at each fold of a folded scalar), latin_folds=True the reading before issue 39 (a space
+    at every fold); only the stamp migration (translate.refold_stamps) uses them, to recognise
+    stamps computed on those readings.
     """
     text = read_text(path, problems)
     if text is None:
@@ -110,7 +116,7 @@ def load_yaml(path: Path, problems: ProblemCollector, *, fold_markers: bool = Fa
     for anchor, first_line, line, column in reused:
         problems.add(path, f"anchor &{anchor} is defined again (first at line {first_line}); "
                      "give each anchor its own name", line=line, column=column)
-    doc = YamlDoc(path, None, fold_markers=fold_markers)
+    doc = YamlDoc(path, None, fold_markers=fold_markers, text=text, latin_folds=latin_folds or fold_markers)
     if root is None:
         problems.add(path, "the file is empty; expected a mapping of keys", line=1, column=1)
         return None
@@ -184,6 +190,8 @@ def _convert(node: Node, keypath: KeyPath, doc: YamlDoc, problems: ProblemCollec
             line, column = _mark(node)
             problems.add(doc.path, f"control character U+{ord(bad.group()):04X} in a text value "
                          "(an escape such as \\a or \\x1b in quotes); remove it", _dotted(keypath), line, column)
+        if node.style in (None, "", ">") and node.start_mark.line != node.end_mark.line and not doc.latin_folds:
+            return rejoin(doc.text, node.start_mark.index, node.end_mark.index, node.style, node.value)
         return node.value
     if node.id == "sequence":
         return [_convert(item, keypath + (i,), doc, problems) for i, item in enumerate(node.value)]

@@ -201,7 +201,7 @@ def test_migrate_stamps_command_turns_old_reading_stamps_ok(content_copy, capsys
     assert "\a" in old_goal
     path = content_copy / EN
     text = path.read_text(encoding="utf-8")
-    new_stamp = unit_hash(old_goal.replace("\a", ""))
+    new_stamp = unit_hash(old_goal.replace("\a ", "").replace("\a", ""))   # its CJK folds joined (issue 39)
     assert f"  goal: {new_stamp}\n" in text
     path.write_text(text.replace(f"  goal: {new_stamp}\n", f"  goal: {unit_hash(old_goal)}\n"), encoding="utf-8")
     assert cli(content_copy, "status", "en") == 1
