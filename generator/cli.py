@@ -97,9 +97,9 @@ def parser() -> argparse.ArgumentParser:
 
 def _grade_parser(sub) -> None:
     g = sub.add_parser("grade", help="grade a class's submissions of one lesson: gradebook, feedback, Gradescope "
-                                     "results, class summary (README: Grading)")
+                                     "results, class summary (docs/instructors.md: Grading a class)")
     g.add_argument("submissions", type=Path, nargs="?", help="a folder (or .zip) of submissions, in one of the "
-                   "layouts of README's Grading section, or one submission file")
+                   "layouts of docs/instructors.md's Grading section, or one submission file")
     g.add_argument("--lesson", help="the lesson's id (its folder under content/lessons/)")
     g.add_argument("--locale", help="every feedback in this language (default: the roster's, else the language of "
                                     "the student's own pack where it shows, else the course's source language)")
