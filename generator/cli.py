@@ -68,13 +68,17 @@ def parser() -> argparse.ArgumentParser:
     _common(v)
     _runner_args(v)
     _grade_parser(sub)
+    r = sub.add_parser("review", add_help=False, help="grade the manual parts on a local page; export-sheet, "
+                                                      "import-sheet; export for Canvas, Moodle, otter, nbgrader "
+                                                      "(docs/review.md; coursepack review --help)")
+    r.add_argument("rest", nargs=argparse.REMAINDER)
     c = sub.add_parser("check", help="load and validate the content, render in memory, scan for leaks; write nothing")
     _common(c)
     cl = sub.add_parser("clean", help="remove build outputs (keeps the verification cache)")
     cl.add_argument("--out", type=Path, default=Path("build"), help="output folder (default: ./build)")
     it = sub.add_parser("init", help="start a new course in DIR: content/ with one example lesson that builds as it is")
     it.add_argument("dir", type=Path)
-    i18n = sub.add_parser("i18n", help="translators' tools: status, bless, new, migrate-stamps")
+    i18n = sub.add_parser("i18n", help="translators' tools: status, bless, new, export, import, migrate-stamps")
     isub = i18n.add_subparsers(dest="i18n_command", required=True)
     st = isub.add_parser("status", help="units ok, missing, stale (with source diffs) or extra; exit 1 if any need work")
     st.add_argument("locale", nargs="?")
@@ -92,6 +96,19 @@ def parser() -> argparse.ArgumentParser:
     nw = isub.add_parser("new", help="skeleton files for a new language, added to course.yaml")
     nw.add_argument("locale")
     nw.add_argument("--content", type=Path, default=Path("content"))
+    ex = isub.add_parser("export", help="PO files for translators' tools (Poedit, Weblate, Crowdin): one per "
+                                        "content file; --pot for templates of a language not started")
+    ex.add_argument("locale", nargs="?")
+    ex.add_argument("--pot", action="store_true", help="templates (.pot): every msgstr empty")
+    ex.add_argument("--format", choices=["po"], default="po")
+    ex.add_argument("--lesson", action="append", default=[], help="only this lesson's text (repeatable)")
+    ex.add_argument("--out", type=Path, required=True, help="folder the PO files are written into")
+    ex.add_argument("--content", type=Path, default=Path("content"))
+    im = isub.add_parser("import", help="translations from PO files into the locale's YAML (keeps comments and "
+                                        "layout); refuses an invalid PO with file.po:line and writes nothing")
+    im.add_argument("locale")
+    im.add_argument("po", type=Path, nargs="+", help="PO files, or folders of them")
+    im.add_argument("--content", type=Path, default=Path("content"))
     return top
 
 
@@ -193,9 +210,24 @@ def _i18n(args: argparse.Namespace) -> int:
         migrated = translate.migrate_stamps(args.content)
         print("\n".join(f"re-stamped {line}" for line in migrated) or "no stamps from the old reading; nothing to do")
         return EXIT_OK
+    if args.i18n_command in ("export", "import"):
+        return _po(args)
     created = translate.new_locale(args.content, args.locale)
     print("\n".join(f"wrote {path}" for path in created))
     return EXIT_OK
+
+
+def _po(args: argparse.Namespace) -> int:
+    from generator import translate_po
+    if args.i18n_command == "export":
+        if (args.locale is None) != args.pot:
+            raise CoursepackError("say what to export: a LOCALE, or --pot for templates")
+        for path in translate_po.export(args.content, args.locale, args.out, args.lesson or None):
+            print(f"wrote {path}")
+        return EXIT_OK
+    result = translate_po.import_po(args.content, args.locale, args.po)
+    print(translate_po.render_import(result))
+    return EXIT_ERROR if result.refused else EXIT_OK
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -224,6 +256,9 @@ def main(argv: list[str] | None = None) -> int:
             return _i18n(args)
         elif args.command == "grade":
             return _grade(args)
+        elif args.command == "review":
+            from generator.review.command import main as review
+            return review(args.rest)
     except CoursepackError as exc:
         print(f"coursepack: error: {exc}", file=sys.stderr)
         return EXIT_ERROR

@@ -21,8 +21,9 @@ from pathlib import Path
 from typing import Any
 
 HASHES = "source_hashes"
-UNMARKED = ("url", "mermaid")      # a marker would break a link target or a figure
-CRITICAL = (re.compile(r"^questions\.\w+\.answer$"), re.compile(r"^solution_note$"), re.compile(r"^hints\.3$"),
+# a marker would break a link target or a figure, and the markers are shown as they are
+UNMARKED = ("url", "mermaid", "i18n_missing", "i18n_stale", "i18n_draft")
+CRITICAL = (re.compile(r"^questions\.\w+\.answer$"), re.compile(r"^rubric\.parts\.\w+\.reference$"), re.compile(r"^solution_note$"), re.compile(r"^hints\.3$"),
             re.compile(r"^checker\."))   # answers and checker messages never fall back in a release
 
 

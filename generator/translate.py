@@ -10,7 +10,8 @@ from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
 
 from generator.errors import CoursepackError
-from generator.i18n import HASHES, is_critical, load_snapshot, save_snapshot, unit_hash, units, word_diff
+from generator.i18n import (HASHES, is_critical, load_snapshot, save_snapshot, unit_hash, unit_keypath, units,
+                            word_diff)
 from generator.loader import CourseContent, load_content
 from generator.yamlio import load_yaml
 from generator.errors import ProblemCollector
@@ -65,11 +66,33 @@ def status(content_root: Path, locale: str | None = None) -> dict:
                                  "stamped on the old reading of folded text; run `coursepack i18n migrate-stamps`"
                                  if unit in refold else
                                  ("source changed" if old is not None else "source changed (no snapshot of the old text)")})
+        where = unit_positions(state.path, state.missing + state.stale)
+        for item in stale:
+            item.update(where[item["unit"]])
         files.append({"file": _rel(content, state.path), "locale": state.locale, "ok": len(state.ok),
-                      "missing": [{"unit": u, "critical": is_critical(u)} for u in state.missing],
+                      "missing": [{"unit": u, "critical": is_critical(u), **where[u]} for u in state.missing],
                       "stale": stale, "extra": state.extra})
     clean = all(not f["missing"] and not f["stale"] and not f["extra"] for f in files)
     return {"clean": clean, "files": files}
+
+
+def unit_positions(path: Path, wanted: list[str]) -> dict[str, dict[str, int]]:
+    """Line and column of each unit in a translation file: its value, or for a key the file lacks
+    (or has no value for), the key of the nearest mapping above it that the file has."""
+    doc = load_yaml(path, ProblemCollector(path.parent))
+    found = {}
+    for unit in wanted:
+        keypath = unit_keypath(unit)
+        if doc is None:
+            line, column = 1, 1
+        elif keypath in doc.value_pos and (units(doc.data).get(unit) or "").strip():
+            line, column = doc.value_pos[keypath]
+        elif keypath in doc.key_pos:
+            line, column = doc.key_pos[keypath]
+        else:
+            line, column = doc.position(keypath[:-1], of_key=True)
+        found[unit] = {"line": line, "column": column}
+    return found
 
 
 def _rel(content: CourseContent, path: Path) -> str:
@@ -85,9 +108,11 @@ def render_status(report: dict) -> str:
         lines.append(f"{f['file']} ({f['locale']}): {f['ok']} ok, {len(f['stale'])} stale, "
                      f"{len(f['missing'])} missing, {len(f['extra'])} extra")
         for item in f["missing"]:
-            lines.append(f"  missing  {item['unit']}{'  (blocks a release)' if item['critical'] else ''}")
+            lines.append(f"  {f['file']}:{item['line']}:{item['column']}: missing  {item['unit']}"
+                         f"{'  (blocks a release)' if item['critical'] else ''}")
         for item in f["stale"]:
-            lines.append(f"  stale    {item['unit']}: {item['why']}{'  (blocks a release)' if item['critical'] else ''}")
+            lines.append(f"  {f['file']}:{item['line']}:{item['column']}: stale    {item['unit']}: {item['why']}"
+                         f"{'  (blocks a release)' if item['critical'] else ''}")
             if item["diff"]:
                 lines.append("           source: " + item["diff"].replace("\n", "\n                   "))
         for unit in f["extra"]:
