@@ -7,10 +7,25 @@ Layouts (SUBMISSIONS is a folder, or a .zip of one, as an LMS exports it):
   file per student      alice.py, bob.ipynb, carol.md, dave.zip             id: the file name's stem
   Gradescope export     submission_metadata.yml + submission_<n>/ folders    id: each submitter's sid
                         (or email); a group's submitters get one row each
-  Canvas export         <name>_[LATE_]<user id>_<submission id>_<file>       id: the Canvas user id
-                        (all in one folder; a resubmitted file's name gains -1, -2 before its suffix)
-  Moodle export         <Full Name>_<participant id>_assignsubmission_file_/ (folders, the default
-                        since Moodle 3.1), or the same prefix on each file    id: the participant id
+  Canvas export         all in one folder, as lib/content_zipper.rb names them:
+                          <name>_[LATE_]<user id>_<file id>_<file>           id: the Canvas user id
+                          [LATE_]anon_<anonymous id>_<file id>_<file>        id: the anonymous id
+                            (anonymous grading: no name)
+                          <name>_late_<user id>_<file id>_<file>             older exports (late in
+                            lower case); <name> is the sortable name, filtered and lowercased
+                          <...>_text.html, <...>_link.html                   online text or URL:
+                            the same student
+                        (a resubmitted file's name gains -1, -2 before its suffix)
+  Moodle export         as mod/assign/classes/downloader.php (4.1 and later) and the older
+                        locallib.php download_submissions name them:
+                          <Full Name>_<id>_assignsubmission_file/            4.1+ (no trailing _)
+                          <Full Name>_<id>_assignsubmission_file_/           3.1-4.0
+                          <Full Name>_<id>_assignsubmission_file_<file>      one folder for all
+                          <group name>_<group id>_assignsubmission_file/     team submissions
+                            (one row per team; "Default group" has no id: its name is the id)
+                          Participant_<id>_...                               blind marking
+                          <...>_assignsubmission_onlinetext/ (and other plugins): the same
+                            student's files, never a student of their own   id: the participant id
 
 What a student handed in (a folder, a file, zips of them, nested once more) is searched for, in
 this order: the report `python check.py --report submission.md` writes (its code is re-run and
@@ -18,6 +33,11 @@ its claimed result compared); the lesson's kernel file (or any .py file that def
 entry function); the lesson's notebook (its cell tagged `exercise`). Copies that still hold the
 untouched blank count only when nothing else does. Different code of the same kind is ambiguous
 (a row with the reason); code of a lower kind that differs is noted, not graded.
+
+Zips are opened only after their central directory is read: one refused there (more than
+MAX_UNPACKED_MIB in all for one student's hand-in, zips inside zips counted, or compressed more
+than MAX_RATIO to 1) is not unpacked at all, and a member that unpacks to more than its declared
+size is refused as it is read (declared sizes can lie).
 """
 
 from __future__ import annotations
@@ -27,6 +47,7 @@ import io
 import json
 import re
 import zipfile
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
@@ -40,11 +61,24 @@ from generator.verify import code_key
 MAX_FILE_MIB = 20          # a file larger than this is not read
 MAX_MEMBERS = 2000         # entries read from one zip archive
 ZIP_DEPTH = 2              # zips inside zips inside what the student handed in
+MAX_UNPACKED_MIB = 100     # all that one student's zips unpack to, zips inside zips included
+MAX_EXPORT_MIB = 2048      # all that a class's export (SUBMISSIONS as one .zip) unpacks to
+MAX_RATIO = 100            # unpacked to packed bytes of one zip (code compresses 3-10 to 1) ...
+RATIO_FLOOR_MIB = 1        # ... once it unpacks to more than this
 SKIPPED = ("__MACOSX", ".DS_Store", "Thumbs.db", "__pycache__", ".ipynb_checkpoints")
 KINDS = ("report", "kernel", "notebook")   # in the order they are preferred
 
-CANVAS = re.compile(r"^(?P<name>[^_/]+)_(?P<late>LATE_)?(?P<id>\d+)_(?P<sub>\d+)_(?P<file>.+)$")
-MOODLE = re.compile(r"^(?P<name>[^/]+?)_(?P<id>\d+)_assignsubmission_(?P<plugin>[a-z]+)_(?P<file>.*)$")
+# Canvas: a file upload is "<filename>_<file id>_<file name>", an online text "<filename>_text.html",
+# a URL "<filename>_link.html"; <filename> joins the lowercased name, LATE and the user id with _
+# (no name and "anon_<id>" with anonymous grading). The name keeps only word characters, so it
+# may hold _ but never _<digits>_ (Canvas removes those).
+_CANVAS_TAIL = r"_(?:(?P<sub>\d+)_(?P<file>.+)|(?P<online>text|link)\.html)$"
+CANVAS_ANON = re.compile(r"^(?P<late>LATE_)?anon_(?P<id>[A-Za-z0-9]+)" + _CANVAS_TAIL)
+CANVAS = re.compile(r"^(?P<name>[^/]*?)_(?P<late>(?:LATE|late)_)?(?P<id>\d+)" + _CANVAS_TAIL)
+# Moodle: "<prefix>_assignsubmission_<plugin>" as a folder (4.1+), the same with a trailing _
+# (3.1-4.0), or with _<file name> after it (all in one folder); <prefix> is "<name>_<id>" with
+# every _ of the name made a space, or a team's name alone for "Default group".
+MOODLE = re.compile(r"^(?P<name>[^/]+?)(?:_(?P<id>\d+))?_assignsubmission_(?P<plugin>[a-z0-9]+)(?:_(?P<file>.*))?$")
 RESUBMITTED = re.compile(r"^(?P<stem>.+)-\d+(?P<suffix>\.[A-Za-z0-9]+)?$")
 FENCE = re.compile(r"^```+\s*python\s*$(?P<code>.*?)^```+\s*$", re.M | re.S)
 
@@ -70,6 +104,8 @@ class Submission:
     problem: Reason | None = None    # unreadable or ambiguous
     notes: list[Reason] = field(default_factory=list)
     late: bool = False
+    documents: list[tuple[str, bytes]] = field(default_factory=list)   # .md and .ipynb files (zips opened):
+    # where grading looks for the answers to the rubric's manual parts (generator/grade/answers.py)
 
 
 @dataclass
@@ -97,7 +133,7 @@ def read_tree(root: Path) -> dict[str, bytes | Reason]:
             tree[rel] = _read(path, rel)
         return tree
     if root.suffix.lower() == ".zip":
-        members = _unzip(root.read_bytes(), root.name)
+        members = _unzip(root.read_bytes(), root.name, _Budget(MAX_EXPORT_MIB))
         if isinstance(members, tuple):
             return {root.name: members}
         return members
@@ -115,20 +151,64 @@ def _skipped(rel: str) -> bool:
     return any(p in SKIPPED or p.startswith(".") for p in parts)
 
 
-def _unzip(data: bytes, name: str) -> dict[str, bytes | Reason] | Reason:
+class _Budget:
+    """What the zips of one hand-in (or of one class export) may still unpack to, in bytes."""
+
+    def __init__(self, limit_mib: int):
+        self.limit_mib, self.left = limit_mib, limit_mib << 20
+
+
+class _Refused(Exception):
+    def __init__(self, reason: Reason):
+        super().__init__(reason[0])
+        self.reason = reason
+
+
+def _unzip(data: bytes, name: str, budget: _Budget) -> dict[str, bytes | Reason] | Reason:
+    """A zip's members (POSIX path -> bytes, or why one was not read), or why none was: refused
+    from its central directory's sizes before anything is unpacked, or unreadable."""
     try:
         archive = zipfile.ZipFile(io.BytesIO(data))
-        infos = [i for i in archive.infolist() if not i.is_dir() and not _skipped(i.filename)]
+        infos = [i for i in archive.infolist() if not i.is_dir() and not _skipped(i.filename)][:MAX_MEMBERS]
+        wanted = [i for i in infos if i.file_size <= MAX_FILE_MIB << 20]
+        _check_sizes(wanted, name, budget)
         found: dict[str, bytes | Reason] = {}
-        for info in infos[:MAX_MEMBERS]:
+        for info in infos:
             rel = PurePosixPath(info.filename.replace("\\", "/")).as_posix().lstrip("/")
             if ".." in PurePosixPath(rel).parts:
                 continue
             found[rel] = (("too_large", {"file": f"{name}/{rel}", "limit": MAX_FILE_MIB})
-                          if info.file_size > MAX_FILE_MIB << 20 else archive.read(info))
+                          if info.file_size > MAX_FILE_MIB << 20 else _member(archive, info, name))
         return found
-    except (zipfile.BadZipFile, OSError, EOFError, NotImplementedError, RuntimeError, ValueError) as exc:
+    except _Refused as refused:
+        return refused.reason
+    except (zipfile.BadZipFile, OSError, EOFError, NotImplementedError, RuntimeError, ValueError,
+            zlib.error) as exc:
         return ("unreadable_zip", {"file": name, "error": str(exc) or type(exc).__name__})
+
+
+def _check_sizes(infos: list[zipfile.ZipInfo], name: str, budget: _Budget) -> None:
+    unpacked = sum(i.file_size for i in infos)
+    packed = sum(i.compress_size for i in infos)
+    if unpacked > budget.left:
+        raise _Refused(("zip_too_large", {"file": name, "limit": budget.limit_mib}))
+    if unpacked > RATIO_FLOOR_MIB << 20 and unpacked > MAX_RATIO * max(packed, 1):
+        raise _Refused(("zip_ratio", {"file": name, "ratio": unpacked // max(packed, 1), "limit": MAX_RATIO}))
+    budget.left -= unpacked
+
+
+def _member(archive: zipfile.ZipFile, info: zipfile.ZipInfo, name: str) -> bytes:
+    """A member's bytes, read no further than its declared size (a member that unpacks to more is
+    a lie about its size: the whole zip is refused)."""
+    chunks, size = [], 0
+    with archive.open(info) as stream:
+        while chunk := stream.read(1 << 16):
+            size += len(chunk)
+            if size > info.file_size:
+                raise _Refused(("unreadable_zip", {"file": name, "error": f"{info.filename} unpacks to more than "
+                                                                          f"its declared {info.file_size} bytes"}))
+            chunks.append(chunk)
+    return b"".join(chunks)
 
 
 # ---- layouts: who handed in what -------------------------------------------------------------
@@ -157,18 +237,9 @@ def collect(root: Path, lesson: GradeLesson) -> list[Submission]:
             for sid, name, email in metadata.get(top, []):
                 groups.setdefault(sid, _Group("gradescope", name, email)).files[rel] = data
             continue
-        moodle, canvas = MOODLE.match(top), CANVAS.match(top) if not rest else None
-        if moodle and moodle.group("plugin") != "file":
-            continue   # another Moodle plugin's folder (online text, comments): no code
-        if moodle:
-            group = groups.setdefault(moodle.group("id"), _Group("moodle", moodle.group("name")))
-        elif canvas:
-            group = groups.setdefault(canvas.group("id"), _Group("canvas", canvas.group("name")))
-            group.late = group.late or bool(canvas.group("late"))
-        elif rest:
-            group = groups.setdefault(top, _Group("folder"))
-        else:
-            group = groups.setdefault(PurePosixPath(top).stem, _Group("file"))
+        layout, sid, name, late = _owner(top, rest)
+        group = groups.setdefault(sid, _Group(layout, name))
+        group.late = group.late or late
         group.files[rel] = data
     found = []
     for sid in sorted(groups):
@@ -177,6 +248,21 @@ def collect(root: Path, lesson: GradeLesson) -> list[Submission]:
         submission.email, submission.late = group.email, group.late
         found.append(submission)
     return found
+
+
+def _owner(top: str, rest: str) -> tuple[str, str, str, bool]:
+    """(layout, id, name, late) of a path's first part: a Moodle folder or file, a Canvas file, a
+    folder or a file per student."""
+    moodle = MOODLE.match(top)
+    if moodle and (rest or moodle.group("file")):
+        return "moodle", moodle.group("id") or moodle.group("name"), moodle.group("name"), False
+    canvas = (CANVAS_ANON.match(top) or CANVAS.match(top)) if not rest else None
+    if canvas:
+        name = canvas.groupdict().get("name") or ""
+        return "canvas", canvas.group("id"), name, bool(canvas.group("late"))
+    if rest:
+        return "folder", top, "", False
+    return "file", PurePosixPath(top).stem, "", False
 
 
 def _unwrapped(tree: dict) -> dict:
@@ -220,10 +306,12 @@ def submission_of(sid: str, layout: str, name: str, files: dict[str, bytes | Rea
     submission = Submission(sid, name, layout=layout, files=sorted(files))
     problems: list[Reason] = []
     candidates = []
-    for path, data in _expand(files, problems):
+    for path, data in _expand(files, problems, _Budget(MAX_UNPACKED_MIB)):
         if isinstance(data, tuple):
             problems.append(data)
             continue
+        if path.lower().endswith((".md", ".ipynb")):
+            submission.documents.append((path, data))
         found = _candidate(path, data, lesson, problems)
         if found is not None:
             candidates.append(found)
@@ -243,17 +331,18 @@ def submission_of(sid: str, layout: str, name: str, files: dict[str, bytes | Rea
     return submission
 
 
-def _expand(files: dict[str, bytes | Reason], problems: list[Reason], depth: int = 0):
-    """(path, bytes or reason) of every file, zips opened (ZIP_DEPTH levels)."""
+def _expand(files: dict[str, bytes | Reason], problems: list[Reason], budget: _Budget, depth: int = 0):
+    """(path, bytes or reason) of every file, zips opened (ZIP_DEPTH levels), all of them together
+    within one budget."""
     for path, data in sorted(files.items()):
         if isinstance(data, bytes) and path.lower().endswith(".zip") and depth < ZIP_DEPTH:
-            members = _unzip(data, path)
+            members = _unzip(data, path, budget)
             if isinstance(members, tuple):
                 problems.append(members)
                 continue
             if not members:
                 continue
-            yield from _expand({f"{path}/{rel}": value for rel, value in members.items()}, problems, depth + 1)
+            yield from _expand({f"{path}/{rel}": value for rel, value in members.items()}, problems, budget, depth + 1)
         else:
             yield path, data
 
@@ -279,10 +368,11 @@ def _candidate(path: str, data: bytes, lesson: GradeLesson, problems: list[Reaso
 def _canonical(path: str) -> str:
     """A file's name as the student gave it: Canvas's and Moodle's prefixes and Canvas's -N dropped."""
     base = PurePosixPath(path).name
-    for pattern in (CANVAS, MOODLE):
+    for pattern in (CANVAS_ANON, CANVAS, MOODLE):
         match = pattern.match(base)
         if match and match.group("file"):
             base = match.group("file")
+            break
     again = RESUBMITTED.match(base)
     return again.group("stem") + (again.group("suffix") or "") if again else base
 
@@ -327,8 +417,7 @@ def _notebook(path: str, text: str, data: bytes, lesson: GradeLesson, problems: 
             language = metadata.get("language") if isinstance(metadata, dict) else None
             return _Candidate("notebook", path, code, data, cell=index,
                               locale=language if language in lesson.languages else None)
-    problems.append(("unreadable_notebook", {"file": f"`{path}`", "error": lesson.languages[lesson.source_locale].msg(
-        "no_exercise_cell", file=path)}))
+    problems.append(("no_exercise_cell", {"file": f"`{path}`"}))
     return None
 
 

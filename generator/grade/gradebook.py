@@ -6,7 +6,12 @@ Columns: student_id, name, email, lesson, locale, status; the automatic points p
 instructor (manual_explanation, manual_q1, ...); cases_passed, cases_failed, cases_skipped,
 failed_cases (ids); flags (; separated, see generator/grade/rows.py); detail (why a row has no
 result); graded_file, submission_sha256; device, torch, triton, python, sandbox, date;
-checker_sha256."""
+checker_sha256.
+
+Every CSV this package writes goes through csv_text: a text cell that a spreadsheet would read as
+a formula (it starts with =, +, -, @, a tab or a carriage return: OWASP's rule against CSV
+injection) is written with a leading ' (ids, names and emails come from students and rosters).
+Numbers we computed are written as numbers."""
 
 from __future__ import annotations
 
@@ -18,6 +23,25 @@ from generator.grade.lesson import GradeLesson
 from generator.grade.rows import Row, device_of, failed_cases, sandbox_of
 
 POSSIBLE = "POINTS POSSIBLE"
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def spreadsheet_safe(value: object) -> object:
+    """A text cell a spreadsheet would run as a formula, made text with a leading '."""
+    if isinstance(value, str) and value.startswith(FORMULA_START):
+        return "'" + value
+    return value
+
+
+def csv_text(columns: list[str], records: list[dict[str, object]]) -> str:
+    """A header and the records, every text cell spreadsheet_safe; lines end in CRLF (RFC 4180),
+    which also makes the csv module quote a cell holding a lone CR."""
+    out = io.StringIO()
+    writer = csv.DictWriter(out, columns, lineterminator="\r\n")
+    writer.writerow({c: spreadsheet_safe(c) for c in columns})
+    for record in records:
+        writer.writerow({key: spreadsheet_safe(value) for key, value in record.items()})
+    return out.getvalue()
 
 
 def columns(lesson: GradeLesson) -> list[str]:
@@ -63,11 +87,5 @@ def record(lesson: GradeLesson, row: Row, instructor: str, sandbox: str) -> dict
 
 
 def gradebook_csv(lesson: GradeLesson, rows: list[Row], instructor: str, sandbox: str) -> str:
-    out = io.StringIO()
-    writer = csv.DictWriter(out, columns(lesson), lineterminator="\n")
-    writer.writeheader()
-    writer.writerow(possible(lesson))
-    for row in rows:
-        writer.writerow(record(lesson, row, instructor, sandbox))
-    return out.getvalue()
+    return csv_text(columns(lesson), [possible(lesson)] + [record(lesson, row, instructor, sandbox) for row in rows])
 

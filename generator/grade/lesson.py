@@ -51,6 +51,8 @@ TEXT_KEYS = (
     "summary_mistakes", "summary_mistakes_none", "mistake_line", "summary_flags", "summary_flags_none",
     "col_case", "col_group", "col_passed", "col_failed", "col_skipped", "col_rate", "col_students", "col_status",
     "col_points", "col_flag", "col_cases", "none",
+    "zip_too_large", "zip_ratio", "no_exercise_cell", "sandbox_container", "sandbox_required", "not_graded",
+    "group_not_run",
 )
 KIT_FORMAT = 1
 DATA = re.compile(r'^LESSON = json\.loads\(r"""(.*?)"""\)$', re.S | re.M)
