@@ -21,18 +21,24 @@ import shutil
 import subprocess
 import sys
 
-CLONE_NEWNS, CLONE_NEWIPC, CLONE_NEWUSER, CLONE_NEWNET = 0x20000, 0x8000000, 0x10000000, 0x40000000
-MS_NOSUID, MS_NODEV, MS_REC, MS_PRIVATE = 2, 4, 1 << 14, 1 << 18
-PR_SET_DUMPABLE, PR_CAPBSET_DROP, PR_SET_NO_NEW_PRIVS = 4, 24, 38
+CLONE_NEWNS, CLONE_NEWIPC, CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET = 0x20000, 0x8000000, 0x10000000, 0x20000000, 0x40000000
+MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REC, MS_PRIVATE = 2, 4, 8, 1 << 14, 1 << 18
+PR_SET_PDEATHSIG, PR_SET_DUMPABLE, PR_CAPBSET_DROP, PR_SET_NO_NEW_PRIVS = 1, 4, 24, 38
 NOBODY = 65534
-SCRATCH_ROOT = "/tmp/w"      # a worker's private folder (its own tmpfs, in its own mount namespace)
-SANDBOX_CHECKER, SANDBOX_SEED = "/tmp/.coursepack", "/tmp/.coursepack-triton-seed"
-SANDBOX_GPU_LIBRARIES = "/tmp/.coursepack-gpu"   # the GPU driver's library folders, mounted back
-LIMITS = {"cpu_s": 900, "data_gib": 16, "file_mib": 512, "files": 1024, "processes": 4096, "scratch_mib": 1024}
-# Folders that hold people's files: replaced by empty ones (what Python needs is mounted back).
-HIDDEN = ("/home", "/root", "/tmp", "/var/tmp", "/mnt", "/media", "/srv", "/run/user", "/var/lib", "/var/mail")
-PRIVATE_FILES = ("/etc/shadow", "/etc/gshadow", "/etc/shadow-", "/etc/gshadow-", "/etc/sudoers", "/etc/ssh/ssh_host_rsa_key",
-                 "/etc/ssh/ssh_host_ecdsa_key", "/etc/ssh/ssh_host_ed25519_key")
+SCRATCH_ROOT = "/tmp"        # a worker's private /tmp (its own tmpfs, in its own mount namespace)
+SHARED_MEMORY = "/dev/shm"   # each worker's own too
+SANDBOX_ROOT = "/.coursepack"
+SANDBOX_CHECKER, SANDBOX_SEED = f"{SANDBOX_ROOT}/checker", f"{SANDBOX_ROOT}/triton-seed"
+SANDBOX_GPU_LIBRARIES = f"{SANDBOX_ROOT}/gpu"   # the GPU driver's library folders, mounted back
+LIMITS = {"cpu_s": 900, "data_gib": 16, "file_mib": 512, "files": 1024, "processes": 4096, "scratch_mib": 1024,
+          "shm_mib": 64}
+# What the sandbox shows of the disk (an allow-list; sandbox_plan): system software, whole; the
+# top-level folders that merged-/usr systems make links into /usr (bound where they are folders);
+# of /etc only what the dynamic loader and the compiler's links need.
+SYSTEM = ("/usr",)
+SYSTEM_LINKS = ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
+SYSTEM_FILES = ("/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/alternatives")
+OWN_PACKAGES = ("generator", "tests", "bench", "scripts")   # coursepack's own code: never mounted
 
 
 def sandbox_problem():
@@ -66,22 +72,90 @@ def _as_nobody():
     return {}
 
 
-def _python_dirs(excluded=()):
-    """The folders this Python needs: its prefixes and the sys.path entries that hold the modules
-    imported so far (torch, triton, numpy and theirs), never a hidden folder itself (the course's,
-    the submission's, the current one, /tmp)."""
-    wanted = {os.path.realpath(p) for p in (sys.prefix, sys.base_prefix, sys.exec_prefix,
-                                            os.path.dirname(os.path.realpath(sys.executable)))}
-    roots = sorted((os.path.realpath(p) for p in sys.path if p and os.path.isdir(p)), key=len, reverse=True)
-    for module in list(sys.modules.values()):
+def _inside(path, folder):
+    return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
+
+
+def _own_checkouts():
+    """The folders that hold coursepack's own code in this process (a checkout: it holds the course
+    too), when the generator is imported here."""
+    found = set()
+    for name in OWN_PACKAGES:
+        origin = getattr(sys.modules.get(name), "__file__", None)
+        if origin:
+            found.add(os.path.dirname(os.path.dirname(os.path.realpath(origin))))
+    return found
+
+
+def python_paths(python):
+    """(files, folders) of the Python that runs the sandbox, found from this (trusted) process:
+    the executable as it is called and a venv's pyvenv.cfg; the base installation (sys.base_prefix:
+    the standard library, its extension modules, the headers Triton's compiles include); sysconfig's
+    library folders; and the sys.path folders that hold a module imported here (torch, triton and
+    their dependencies), never one of coursepack's own or the current folder's."""
+    python = os.path.abspath(python)
+    files = [python] + [cfg for cfg in (os.path.join(os.path.dirname(os.path.dirname(python)), "pyvenv.cfg"),
+                                        os.path.join(os.path.dirname(python), "pyvenv.cfg")) if os.path.isfile(cfg)]
+    import sysconfig
+    folders = {os.path.realpath(sys.base_prefix)}
+    folders |= {os.path.realpath(path) for name, path in sysconfig.get_paths().items()
+                if name in ("stdlib", "platstdlib", "purelib", "platlib", "include", "platinclude")}
+    roots = sorted({os.path.realpath(p) for p in sys.path if p and os.path.isdir(p)}, key=len, reverse=True)
+    for name, module in list(sys.modules.items()):
         origin = getattr(module, "__file__", None)
-        if not origin:
+        if (not isinstance(origin, str) or not os.path.isabs(origin) or name == "__main__"   # torch.ops: "_ops.py"
+                or name.split(".")[0] in OWN_PACKAGES or name.startswith("coursepack")):
             continue
         origin = os.path.realpath(origin)
         root = next((r for r in roots if origin.startswith(r + os.sep)), None)
         if root is not None:
-            wanted.add(root)
-    return sorted(w for w in wanted if w not in excluded)
+            folders.add(root)
+    return sorted(files), sorted(f for f in folders if os.path.isdir(f))
+
+
+def sandbox_plan(python, checker, protected=(), use_gpu=False, seed_cache=None):
+    """What the sandbox shows of this machine, as steps in order: ("bind", source, destination)
+    read-only, ("link", target, path), ("tmpfs", path), ("device", node). An allow-list: system
+    software (/usr, and /bin, /lib ... where they are folders), the dynamic loader's /etc files, the
+    Python installation (python_paths), the checker's folder (as SANDBOX_CHECKER), the staged
+    launchers, with a GPU the driver's libraries, /sys and the GPU's device nodes; a fresh /dev,
+    /proc and /tmp. Nothing else of the disk exists inside. `protected`: the folders that hold
+    people's files (the course, the build, the submissions, the current folder, home): a bound
+    folder never holds one (it is left out, or the folder is covered by an empty one inside)."""
+    home = os.path.expanduser("~")
+    protected = {os.path.realpath(p) for p in (*protected, os.getcwd(), home) if p and os.path.isdir(p)}
+    protected |= _own_checkouts() | {os.path.dirname(os.path.realpath(checker))}
+    steps, folders = [], []
+    for path in SYSTEM_LINKS:
+        if os.path.islink(path):
+            steps.append(("link", os.readlink(path), path))
+        elif os.path.isdir(path):
+            folders.append(path)
+    files, python_folders = python_paths(python)
+    folders += [f for f in (*SYSTEM, *python_folders) if os.path.isdir(f)]
+    if use_gpu and os.path.isdir("/sys"):
+        folders.append("/sys")   # the driver reads the GPU's PCI and NUMA information there
+    kept = _outermost([f for f in folders if not any(_inside(p, f) for p in protected) or f in SYSTEM])
+    steps += [("bind", folder, folder) for folder in kept]
+    steps += [("bind", path, path) for path in (*SYSTEM_FILES, *files) if os.path.exists(path)]
+    steps += [("tmpfs", p) for p in sorted(protected) if any(_inside(p, f) for f in kept) and p not in kept]
+    if use_gpu:   # mounted where the sandbox can make a mount point (a root-only folder may hold them)
+        steps += [("bind", folder, f"{SANDBOX_GPU_LIBRARIES}/{index}") for index, folder in enumerate(gpu_library_dirs())]
+        steps += [("device", node) for node in sorted(glob.glob("/dev/nvidia*")) if not os.path.isdir(node)]
+    # the checker alone: its folder may hold other students' files (a grading job's units, results)
+    steps.append(("bind", os.path.realpath(checker), f"{SANDBOX_CHECKER}/{os.path.basename(checker)}"))
+    if seed_cache and os.path.isdir(seed_cache):
+        steps.append(("bind", seed_cache, SANDBOX_SEED))
+    return steps
+
+
+def _outermost(folders):
+    """The folders, without those inside another one of them."""
+    found = []
+    for folder in sorted({os.path.realpath(f) for f in folders}, key=len):
+        if not any(_inside(folder, outer) for outer in found):
+            found.append(folder)
+    return sorted(found)
 
 
 def gpu_library_dirs():
@@ -100,45 +174,32 @@ def gpu_library_dirs():
 
 
 def sandbox_command(python, checker, extra_hidden=(), use_gpu=False, seed_cache=None, staging=None, as_root=False):
-    """The command line that starts the worker factory, `python checker --zygote`, in bubblewrap.
+    """The command line that starts the worker factory, `python checker --zygote`, in bubblewrap,
+    showing what sandbox_plan allows and nothing else (`extra_hidden`: its protected folders).
     As root, bubblewrap runs as nobody, who cannot reach folders under a private one (/root): the
     folders to mount back are first bound, in a mount namespace of the command's own (util-linux's
-    `unshare`), under `staging`, a folder nobody can reach, then bubblewrap starts (`setpriv`)."""
-    args = _bwrap_base() + ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
-    binds = []   # (source, destination)
-    hidden = [d for d in HIDDEN if os.path.isdir(d)]
-    hidden += [os.path.realpath(d) for d in extra_hidden if d and os.path.isdir(d)]
-    home = os.path.expanduser("~")
-    if os.path.isdir(home):
-        hidden.append(os.path.realpath(home))
-    hidden.append(os.path.realpath(os.getcwd()))
-    checker_dir = os.path.dirname(os.path.realpath(checker))
-    for folder in sorted(set(hidden)):
-        args += ["--tmpfs", folder]
-    for folder in _python_dirs(set(hidden) | {checker_dir}):
-        binds.append((folder, folder))
-    libraries, libcuda = [], None
-    if use_gpu:   # mounted where the sandbox can make a mount point (a root-only folder may hold them)
-        for index, folder in enumerate(gpu_library_dirs()):
-            libraries.append(f"{SANDBOX_GPU_LIBRARIES}/{index}")
-            binds.append((folder, libraries[-1]))
-            if libcuda is None and os.path.exists(os.path.join(folder, "libcuda.so.1")):
-                libcuda = libraries[-1]
-    binds.append((checker_dir, SANDBOX_CHECKER))
-    if seed_cache and os.path.isdir(seed_cache):
-        binds.append((seed_cache, SANDBOX_SEED))
-    staged = staging is not None
-    for index, (source, destination) in enumerate(binds):
-        args += ["--ro-bind", os.path.join(staging, str(index)) if staged else source, destination]
-    if as_root:   # root-owned files that only their owner may read stay hidden from a sandbox run as root
-        args += [arg for path in PRIVATE_FILES if os.path.exists(path) for arg in ("--ro-bind", "/dev/null", path)]
-    if use_gpu:
-        for node in sorted(glob.glob("/dev/nvidia*")):
-            if not os.path.isdir(node):
-                args += ["--dev-bind", node, node]
-    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": "/tmp", "TMPDIR": "/tmp",
-           "LANG": "C.UTF-8", "PYTHONDONTWRITEBYTECODE": "1", "PYTHONUNBUFFERED": "1",
-           "PYTHONPATH": os.environ.get("PYTHONPATH", "")}
+    `unshare`), under `staging`, a folder nobody can reach, then bubblewrap starts (`setpriv`).
+    as_root: it runs as root in its user namespace instead (a GPU driver only root may read)."""
+    plan = sandbox_plan(python, checker, extra_hidden, use_gpu, seed_cache)
+    args = _bwrap_base() + ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
+    binds = [(step[1], step[2]) for step in plan if step[0] == "bind"]
+    staged, index = staging is not None, 0
+    for step in plan:
+        if step[0] == "bind":
+            args += ["--ro-bind", os.path.join(staging, str(index)) if staged else step[1], step[2]]
+            index += 1
+        elif step[0] == "link":
+            args += ["--symlink", step[1], step[2]]
+        elif step[0] == "tmpfs":
+            args += ["--tmpfs", step[1]]
+        else:
+            args += ["--dev-bind", step[1], step[1]]
+    args += ["--remount-ro", "/"]
+    libraries = [destination for _, destination in binds if destination.startswith(SANDBOX_GPU_LIBRARIES + "/")]
+    libcuda = next((d for (s, d) in binds if d in libraries and os.path.exists(os.path.join(s, "libcuda.so.1"))), None)
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": "/tmp", "TMPDIR": "/tmp", "USER": "nobody",
+           "LOGNAME": "nobody", "LANG": "C.UTF-8", "PYTHONDONTWRITEBYTECODE": "1", "PYTHONUNBUFFERED": "1",
+           "PYTHONPATH": os.environ.get("PYTHONPATH", ""), "COURSEPACK_SANDBOX": "1"}
     for name in ("LD_LIBRARY_PATH", "CUDA_VISIBLE_DEVICES", "COURSEPACK_CHILD_THREADS"):
         if name in os.environ:
             env[name] = os.environ[name]
@@ -149,15 +210,19 @@ def sandbox_command(python, checker, extra_hidden=(), use_gpu=False, seed_cache=
     args += ["--clearenv"]
     for name, value in env.items():
         args += ["--setenv", name, value]
-    args += ["--dir", SCRATCH_ROOT, "--chdir", "/tmp", python, f"{SANDBOX_CHECKER}/{os.path.basename(checker)}",
-             "--zygote"]
+    args += ["--chdir", "/tmp", python, f"{SANDBOX_CHECKER}/{os.path.basename(checker)}", "--zygote"]
     if not staged:
         return args
-    script = "set -e; " + "; ".join(f"mkdir -p {_q(os.path.join(staging, str(i)))}; mount --bind -o ro "
+    script = "set -e; " + "; ".join(f"{_make(source, os.path.join(staging, str(i)))}; mount --bind -o ro "
                                     f"{_q(source)} {_q(os.path.join(staging, str(i)))}"
                                     for i, (source, _) in enumerate(binds))
     script += "; exec " + ("" if as_root else f"setpriv --reuid={NOBODY} --regid={NOBODY} --clear-groups -- ") + '"$@"'
     return ["unshare", "--mount", "--propagation", "private", "--", "sh", "-c", script, "sh", *args]
+
+
+def _make(source, target):
+    """The shell command that makes a mount point for source at target (a file for a file)."""
+    return f"touch {_q(target)}" if not os.path.isdir(source) else f"mkdir -p {_q(target)}"
 
 
 def _q(text):
@@ -205,22 +270,26 @@ def _mount(source, target, kind, flags, data=None):
           ctypes.c_ulong(flags), data.encode() if data else None)
 
 
-def isolate(limits=None):
+def isolate(limits=None, own_pids=True):
     """In a worker just forked from the sandboxed factory (its own process group already): user,
-    mount, network and IPC namespaces of its own, a private scratch folder, not dumpable (no other
-    process reads its memory or its files through /proc), no capabilities, no new privileges,
-    limits, and a filter that lets it act on no other process (_refuse_other_processes: its
-    siblings and the factory stay out of reach). Not a PID namespace of its own: CUDA does not
-    start in one that the mounted /proc does not show (error 304, "OS call failed")."""
+    mount, network, IPC and (own_pids) PID namespaces of its own, then it forks: the parent stays in
+    the factory's view only to wait and hand on the exit status (_hand_on_exit); the child, the
+    first process of its PID namespace, goes on. Every process it starts, in a new session or not,
+    ends with it (the kernel ends a PID namespace with its first process), and it sees no other
+    process (a /proc of its own: CUDA needs /proc to show the process, error 304 otherwise). Then
+    a private /tmp (its scratch) and /dev/shm, each its own tmpfs; not dumpable; no capabilities;
+    no new privileges; limits; and a filter that lets it act on no other process
+    (_refuse_other_processes). Returns the scratch folder."""
     limits = dict(LIMITS, **(limits or {}))
-    uid, gid = os.getuid(), os.getgid()
-    _call("unshare", CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWIPC)
-    for name, text in (("setgroups", "deny"), ("uid_map", f"0 {uid} 1"), ("gid_map", f"0 {gid} 1")):
-        with open(f"/proc/self/{name}", "w") as handle:
-            handle.write(text)
-    _call("prctl", PR_SET_DUMPABLE, 0, 0, 0, 0)   # after the maps: they are written through /proc/self
+    _enter_namespaces(own_pids)
+    if own_pids:
+        _hand_on_exit()
+    _call("prctl", PR_SET_PDEATHSIG, 9, 0, 0, 0)
     _mount(None, "/", None, MS_REC | MS_PRIVATE)
+    if own_pids:
+        _mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
     _mount("tmpfs", SCRATCH_ROOT, "tmpfs", MS_NOSUID | MS_NODEV, f"size={limits['scratch_mib']}m,mode=0700")
+    _mount("tmpfs", SHARED_MEMORY, "tmpfs", MS_NOSUID | MS_NODEV, f"size={limits['shm_mib']}m,mode=0700")
     os.chdir(SCRATCH_ROOT)
     for name in ("HOME", "TMPDIR"):
         os.environ[name] = SCRATCH_ROOT
@@ -230,6 +299,55 @@ def isolate(limits=None):
     set_limits(limits)
     _refuse_other_processes(os.getpid(), os.getpgrp())
     return SCRATCH_ROOT
+
+
+def _enter_namespaces(own_pids):
+    uid, gid = os.getuid(), os.getgid()
+    _call("unshare", CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWIPC | (CLONE_NEWPID if own_pids else 0))
+    for name, text in (("setgroups", "deny"), ("uid_map", f"0 {uid} 1"), ("gid_map", f"0 {gid} 1")):
+        with open(f"/proc/self/{name}", "w") as handle:
+            handle.write(text)
+    _call("prctl", PR_SET_DUMPABLE, 0, 0, 0, 0)   # after the maps: they are written through /proc/self
+
+
+def _hand_on_exit():
+    """Fork the first process of the new PID namespace; this process (the one the factory knows)
+    keeps no descriptor, waits for it and ends as it ended (128 + the signal that ended it). Killed
+    itself (its group is killed), the child is killed too (PR_SET_PDEATHSIG), and all the
+    namespace's processes with it."""
+    pid = os.fork()
+    if pid == 0:
+        return
+    os.closerange(0, 1 << 16)
+    while True:
+        try:
+            _, status = os.waitpid(pid, 0)
+            break
+        except InterruptedError:
+            continue
+    code = os.waitstatus_to_exitcode(status)
+    os._exit(code if code >= 0 else 128 - code)
+
+
+def own_pids_work(use_gpu):
+    """Whether a worker may have a PID namespace of its own here (isolate's own_pids): a child in
+    one mounts its /proc and, with a GPU, starts the CUDA driver (cuInit; no context). Asked once,
+    in the sandboxed factory, in a forked child."""
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            _enter_namespaces(True)
+            _hand_on_exit()
+            _mount(None, "/", None, MS_REC | MS_PRIVATE)
+            _mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
+            code = 0 if not use_gpu or ctypes.CDLL("libcuda.so.1").cuInit(0) == 0 else 2
+        except BaseException:
+            code = 1
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    return os.waitstatus_to_exitcode(status) == 0
 
 
 # The system calls that act on another process, by architecture: (audit arch, {name: number}).

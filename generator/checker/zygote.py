@@ -21,7 +21,7 @@ import time
 from .common import leave
 from .environment import prepare, warm_compile_key, warm_compiler
 from .protocol import Channel
-from .sandbox import isolate, refresh_seed
+from .sandbox import isolate, own_pids_work, refresh_seed
 from .worker import SCRATCH, serve  # noqa: F401
 
 
@@ -86,7 +86,7 @@ def _worker(fds, request, setup):
         data_fd, err_fd = fds
         _redirect_output(err_fd)
         if request.get("sandbox") is not None:
-            SCRATCH = isolate(request["sandbox"].get("limits"))
+            SCRATCH = isolate(request["sandbox"].get("limits"), setup.get("own_pids", False))
         isolated = time.monotonic()
         sock = socket.socket(fileno=data_fd)
         channel = Channel(sock.makefile("rb"), sock.makefile("wb"))
@@ -127,6 +127,11 @@ def zygote_main(ctl_fd, force_interpreter):
     _die_with_parent()
     ctl = socket.socket(fileno=ctl_fd)
     setup = prepare(force_interpreter)
+    if os.environ.get("COURSEPACK_SANDBOX"):   # in bubblewrap: may each worker have its own PID namespace?
+        import warnings
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)
+            setup["own_pids"] = own_pids_work(setup["use_gpu"])
     serve_requests(ctl, setup)
 
 
