@@ -154,6 +154,7 @@ class Changes:
     pair: Pair
     texts: dict[str, str] = field(default_factory=dict)
     stamps: dict[str, str] = field(default_factory=dict)   # unit -> its current source text
+    unstamp: list[str] = field(default_factory=list)        # current units marked fuzzy: now stale
 
 
 @dataclass
@@ -245,8 +246,11 @@ def _read_po(path: Path, locale: str, content: CourseContent, maps: tuple, probl
             changes.texts[unit] = entry.msgstr + _trailing(old if old.strip() else source[unit])
         kind = "fuzzy" if entry.fuzzy else "current"
         result.counts[kind] = result.counts.get(kind, 0) + 1
-        if not entry.fuzzy and stamps.get(unit) != unit_hash(source[unit]):
+        current = stamps.get(unit) == unit_hash(source[unit])
+        if not entry.fuzzy and not current:
             changes.stamps[unit] = source[unit]
+        elif entry.fuzzy and current:   # the translator says it needs work: no longer counted as translated
+            changes.unstamp.append(unit)
     return changes
 
 
@@ -268,7 +272,7 @@ def import_po(content_root: Path, locale: str, paths: list[Path]) -> ImportResul
     problems.raise_if_any()
     texts = {}
     for change in changes:
-        if change is not None and (change.texts or change.stamps):
+        if change is not None and (change.texts or change.stamps or change.unstamp):
             texts[change.pair.target] = _patched(change, content)
     for path, text in texts.items():   # all checked and rendered: now write
         _write_atomic(path, text)
@@ -284,6 +288,9 @@ def _patched(change: Changes, content: CourseContent) -> str:
         data = CommentedMap()
     for unit, text in change.texts.items():
         _set(data, unit_keypath(unit), text)
+    if change.unstamp and isinstance(data.get(HASHES), CommentedMap):
+        for unit in change.unstamp:
+            data[HASHES].pop(unit, None)
     if change.stamps:
         table = data.get(HASHES)
         if not isinstance(table, CommentedMap):
