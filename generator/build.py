@@ -29,7 +29,7 @@ from typing import Any, Callable, Iterator
 
 from generator.archive import forget_deflated, recover_dir, replace_dir, zip_pack
 from generator.errors import CoursepackError, VerificationError
-from generator.translate import release_gate
+from generator.translate import draft_summary, release_gate
 from generator.leaks import LeakError, fingerprints, forget_lines, scan_bundle, scan_files, scan_pack_zip
 from generator.leaks import prepare as prepare_leak_scan
 from generator.loader import CourseContent, Lesson, load_content
@@ -65,6 +65,7 @@ class BuildOptions:
     lessons: tuple[str, ...] = ()
     locales: tuple[str, ...] = ()
     slurm: Any = None   # SlurmSettings, for runner "slurm"
+    draft: bool = False   # every translation built as a draft (missing units fall back, marked)
 
 
 @dataclass
@@ -237,10 +238,13 @@ def _build(options: BuildOptions, progress: Progress, started: float) -> BuildRe
     result = BuildResult()
     runner = _runner(options, progress) if options.verify else None   # torch imports while we render
     progress("load   content")
-    content = load_content(options.content)
+    content = load_content(options.content, options.draft)
     result.fallbacks = release_gate(content)
     for item in result.fallbacks:
-        progress(f"note   {item['file']}: {item['unit']} is {item['kind']}; shown with a marker")
+        if not item["draft"]:
+            progress(f"note   {item['file']}: {item['unit']} is {item['kind']}; shown with a marker")
+    for line in draft_summary(content):   # a draft's fallbacks: one line per file
+        progress(f"note   {line}")
     out = options.out
     env = jinja_env(options.templates)
     check_templates(env)
@@ -470,7 +474,7 @@ def verify_only(options: BuildOptions, progress: Progress = _stderr) -> dict:
     result = BuildResult()
     options.out.mkdir(parents=True, exist_ok=True)
     runner = _runner(options, progress)
-    content = load_content(options.content)
+    content = load_content(options.content, options.draft)
     _verify(content, options, jinja_env(options.templates), runner, options.out, result, progress, {})
     result.seconds = time.monotonic() - started
     write_reports(options.out, options, result)

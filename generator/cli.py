@@ -64,6 +64,8 @@ def parser() -> argparse.ArgumentParser:
     _common(b)
     _runner_args(b)
     b.add_argument("--no-verify", action="store_true", help="build without running anything; packs say NOT VERIFIED")
+    b.add_argument("--draft", action="store_true", help="every translation as a draft: missing units, answers "
+                                                        "too, fall back to the source language, marked")
     v = sub.add_parser("verify", help="run the verification gate only (no zips)")
     _common(v)
     _runner_args(v)
@@ -74,6 +76,7 @@ def parser() -> argparse.ArgumentParser:
     r.add_argument("rest", nargs=argparse.REMAINDER)
     c = sub.add_parser("check", help="load and validate the content, render in memory, scan for leaks; write nothing")
     _common(c)
+    c.add_argument("--draft", action="store_true", help="every translation as a draft (as build --draft)")
     cl = sub.add_parser("clean", help="remove build outputs (keeps the verification cache)")
     cl.add_argument("--out", type=Path, default=Path("build"), help="output folder (default: ./build)")
     it = sub.add_parser("init", help="start a new course in DIR: content/ with one example lesson that builds as it is")
@@ -180,7 +183,7 @@ def _options(args: argparse.Namespace, verify: bool) -> BuildOptions:
                         jobs=getattr(args, "jobs", None) or min(8, os.cpu_count() or 2),
                         notebook=not getattr(args, "no_notebook", False),
                         sandbox=getattr(args, "sandbox", "auto"),
-                        lessons=tuple(args.lesson), locales=tuple(args.locale),
+                        lessons=tuple(args.lesson), locales=tuple(args.locale), draft=getattr(args, "draft", False),
                         slurm=slurm_settings(args) if getattr(args, "runner", None) == "slurm" else None)
 
 
@@ -244,8 +247,10 @@ def main(argv: list[str] | None = None) -> int:
                 return EXIT_ERROR
         elif args.command == "check":
             options = _options(args, verify=False)
-            render_all(load_content(options.content), options)
-            print("content is valid; every pack renders; no answer leaks")
+            content = load_content(options.content, options.draft)
+            render_all(content, options)
+            from generator.translate import draft_summary
+            print("\n".join(draft_summary(content) + ["content is valid; every pack renders; no answer leaks"]))
         elif args.command == "clean":
             clean(BuildOptions(out=args.out))
         elif args.command == "init":

@@ -109,6 +109,13 @@ def merge(source: Any, target: Any, stamps: dict[str, str], markers: dict[str, s
     return target
 
 
+def draft_banner(merged: dict, note: str) -> None:
+    """A draft lesson says so at the top of each edition (its edition note)."""
+    for key in ("edition_note_exercise", "edition_note_answer"):
+        if isinstance(merged.get(key), str):
+            merged[key] = f"⚠ {note} · {merged[key]}"
+
+
 def mark(text: str, marker: str, unit: str) -> str:
     if unit.split(".")[-1] in UNMARKED:
         return text

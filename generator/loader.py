@@ -12,7 +12,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from generator.codegen import CodeMarkerError, SolutionSource, parse_solution, without_markers
-from generator.i18n import HASHES, TranslationState, merge, protected_problems, unit_keypath, units
+from generator.i18n import HASHES, TranslationState, draft_banner, merge, protected_problems, unit_keypath, units
 from generator.markdown import unit_problems
 from generator.errors import ProblemCollector
 from generator.model import Course, LessonSpec, LessonText, Locale
@@ -43,14 +43,16 @@ class CourseContent:
     locales: dict[str, Locale]
     lessons: dict[str, Lesson]
     translations: list[TranslationState]
+    drafts: frozenset[str] = frozenset()   # locales built as drafts (course.yaml drafts, or build --draft)
 
     @property
     def published(self) -> list[Lesson]:
         return [self.lessons[e.id] for e in self.course.lessons if e.status == "published"]
 
 
-def load_content(root: Path) -> CourseContent:
-    """Read everything under root; raise ContentError listing every problem found."""
+def load_content(root: Path, draft: bool = False) -> CourseContent:
+    """Read everything under root; raise ContentError listing every problem found. draft: every
+    translation is a draft, as those course.yaml lists under drafts are."""
     root = root.resolve()
     problems = ProblemCollector(root.parent)
     course = _model(root / "course.yaml", Course, problems)
@@ -58,17 +60,18 @@ def load_content(root: Path) -> CourseContent:
         problems.raise_if_any()
     assert course is not None  # for the type checker: raise_if_any raised otherwise
     _check_course(course, root, problems)
+    drafts = frozenset(c for c in course.locales if c != course.source_locale and (draft or c in course.drafts))
     states: list[TranslationState] = []
     locales = _load_locales(root, course, problems, states)
     _check_locales(course, locales, root, problems)
     lessons = {}
     for entry in course.lessons:
         if entry.status == "published":
-            lesson = _load_lesson(root, entry.id, course, locales, problems, states)
+            lesson = _load_lesson(root, entry.id, course, locales, problems, states, drafts)
             if lesson is not None:
                 lessons[entry.id] = lesson
     problems.raise_if_any()
-    return CourseContent(root, course, locales, lessons, states)
+    return CourseContent(root, course, locales, lessons, states, drafts)
 
 
 def _markers(*candidates: Locale | None) -> dict[str, str]:
@@ -99,6 +102,14 @@ def _load_locales(root: Path, course: Course, problems: ProblemCollector,
             if locale is not None and len(problems.problems) == problems_before:
                 locales[code] = locale
     return locales
+
+
+def _draft_note(ui: Locale | None, code: str, states: list[TranslationState]) -> tuple[str, int] | None:
+    """A draft lesson's note: the locale's own words, and how many of its UI units fall back."""
+    if ui is None:
+        return None
+    shown = sum(len(s.missing) for s in states if s.locale == code and s.path.parent.name == "locales")
+    return ui.pack.i18n_draft, shown
 
 
 def _inside(root: Path, relative: Path, problems: ProblemCollector) -> Path:
@@ -146,7 +157,7 @@ def _validate(doc: YamlDoc, data: Any, model: type[M], problems: ProblemCollecto
 
 
 def _translated(source: YamlDoc | None, doc: YamlDoc | None, model: type[M], locale: str, markers: dict[str, str],
-                problems: ProblemCollector, states: list[TranslationState]) -> M | None:
+                problems: ProblemCollector, states: list[TranslationState], draft: Any = None) -> M | None:
     """A translation merged over its source: missing units fall back, visibly marked; stale
     units are marked; protected tokens must match the source's."""
     if doc is None or source is None:
@@ -172,6 +183,8 @@ def _translated(source: YamlDoc | None, doc: YamlDoc | None, model: type[M], loc
             line, column = doc.position((HASHES, unit), of_key=True)
             problems.add(path, "stamp for a unit the source does not have", f"{HASHES}.{unit}", line, column)
     states.append(state)
+    if draft is not None:   # (the words, the course UI file's count of units in the source language)
+        draft_banner(merged, draft[0].replace("{count}", str(draft[1] + len(state.missing))))
     return _validate(doc, merged, model, problems, own_only=not source.valid)
 
 
@@ -250,6 +263,9 @@ def _check_course(course: Course, root: Path, problems: ProblemCollector) -> Non
     path = root / "course.yaml"
     if course.source_locale not in course.locales:
         problems.add(path, f"source_locale {course.source_locale} is not in locales", "source_locale")
+    for code in course.drafts:
+        if code not in course.locales or code == course.source_locale:
+            problems.add(path, f"draft {code} is not one of the translations in locales", "drafts")
     for key, values in (("locales", course.locales), ("lessons", [e.id for e in course.lessons])):
         seen = set()
         for value in values:
@@ -290,7 +306,7 @@ def _key_position(path: Path, keypath: tuple[str, ...]) -> tuple[int, int]:
 
 
 def _load_lesson(root: Path, lesson_id: str, course: Course, locales: dict[str, Locale],
-                 problems: ProblemCollector, states: list[TranslationState]) -> Lesson | None:
+                 problems: ProblemCollector, states: list[TranslationState], drafts: frozenset[str]) -> Lesson | None:
     folder = _inside(root, Path("lessons") / lesson_id, problems)
     if "__outside__" in folder.parts:
         return None
@@ -318,7 +334,8 @@ def _load_lesson(root: Path, lesson_id: str, course: Course, locales: dict[str, 
                 source_doc.valid = text is not None
         else:
             markers = _markers(locales.get(code), locales.get(course.source_locale))
-            text = _translated(source_doc, _doc(path, problems), LessonText, code, markers, problems, states)
+            text = _translated(source_doc, _doc(path, problems), LessonText, code, markers, problems, states,
+                               _draft_note(locales.get(code), code, states) if code in drafts else None)
         if text is not None and spec is not None:
             _check_text(text, spec, solution, folder / f"text.{code}.yaml", problems)
         texts[code] = text

@@ -29,6 +29,7 @@ class Course(Strict):
     source_locale: LocaleCode
     locales: list[LocaleCode] = Field(min_length=1)
     lessons: list[LessonEntry] = Field(min_length=1)
+    drafts: list[LocaleCode] = []   # translations in progress: missing units fall back, even answers
 
 
 # ---- content/locales/<locale>.yaml -----------------------------------------------------------
@@ -104,6 +105,7 @@ class PackTexts(Strict):
     notebook_interpreter: Text
     i18n_missing: Text
     i18n_stale: Text
+    i18n_draft: Text   # "draft translation: {count} units in the source language"
     measured_intro: Text
     measured_checks: Text
     measured_placeholder: Text

@@ -60,7 +60,12 @@ def report_markdown(data: dict) -> str:
             lines += [f"| {d['step']} | {d['case']} | {d['gpu']} | {d['interpreter']} |" for d in diffs]
             lines.append("")
     if data["translation_fallbacks"]:
-        lines += ["## Translation fallbacks (marked in the packs)", "", "| file | unit | state |", "|---|---|---|"]
+        lines += ["## Translation fallbacks (marked in the packs)", ""]
+        drafts = sorted({f["locale"] for f in data["translation_fallbacks"] if f.get("draft")})
+        for locale in drafts:
+            missing = [f for f in data["translation_fallbacks"] if f["locale"] == locale and f["kind"] == "missing"]
+            lines += [f"- {locale}: draft translation, {len(missing)} units in the source language", ""]
+        lines += ["| file | unit | state |", "|---|---|---|"]
         lines += [f"| {f['file']} | {f['unit']} | {f['kind']} |" for f in data["translation_fallbacks"]]
         lines.append("")
     if data["tasks"]:

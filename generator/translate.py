@@ -95,6 +95,12 @@ def unit_positions(path: Path, wanted: list[str]) -> dict[str, dict[str, int]]:
     return found
 
 
+def draft_summary(content: CourseContent) -> list[str]:
+    """One line per translation file of a draft locale: how many units fall back, how many are stale."""
+    return [f"{_rel(content, state.path)}: draft translation, {len(state.missing)} units in the source language, "
+            f"{len(state.stale)} stale" for state in content.translations if state.locale in content.drafts]
+
+
 def _rel(content: CourseContent, path: Path) -> str:
     try:
         return str(path.relative_to(content.root.parent))
@@ -225,14 +231,16 @@ def _empty_leaves(node: Any) -> None:
 
 def release_gate(content: CourseContent) -> list[dict]:
     """Fallbacks a release may carry (marked prose), after refusing the ones it may not:
-    missing or stale reference answers and checker messages."""
+    missing or stale reference answers and checker messages, unless the locale is a draft."""
     problems = ProblemCollector(content.root.parent)
     fallbacks = []
     for state in content.translations:
+        draft = state.locale in content.drafts
         for kind, found in (("missing", state.missing), ("stale", state.stale)):
             for unit in found:
-                fallbacks.append({"file": problems.rel(state.path), "locale": state.locale, "unit": unit, "kind": kind})
-                if is_critical(unit):
+                fallbacks.append({"file": problems.rel(state.path), "locale": state.locale, "unit": unit, "kind": kind,
+                                  "draft": draft})
+                if is_critical(unit) and not draft:
                     problems.add(state.path, f"{kind} in {state.locale}: a release never falls back on reference answers "
                                  "or checker messages (see `coursepack i18n status`)", unit, *state.positions[unit])
     problems.raise_if_any()

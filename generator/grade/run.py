@@ -36,6 +36,7 @@ from generator.grade.summary import CHART, score_chart, summary_markdown
 from generator.grade.tasks import START_S, ResultStore, Unit, collect_results, harvest, plan, unit_key
 from generator.render import check_templates, jinja_env
 from generator.resources import TEMPLATES
+from generator.review.record import after_grading
 from generator.runners import Task, make_runner
 
 SUBMISSIONS_PER_PROCESS = 4
@@ -331,4 +332,6 @@ def _write_outputs(lesson: GradeLesson, rows: list[Row], out: Path, build: Path,
     (new / "summary.html").write_text(html_page(summary, title, instructor, options.templates, {CHART: chart}),
                                       encoding="utf-8")
     write_text_atomically(new / "grades.csv", gradebook_csv(lesson, rows, instructor, options.sandbox))
+    # the review's gradebook: the old folder's carried over (manual scores kept), filled, regrade.md
+    after_grading(lesson, rows, out, new, instructor, lambda row: check_lines(lesson, row, modules), modules, _stderr)
     replace_dir(new, out)

@@ -1,0 +1,285 @@
+"""What comes out of the gradebook: grades.csv (rewritten in the grading folder whenever a score
+changes) and the files LMSs and other tools import. Each format follows its importer's own rules
+(tests/test_review_exports.py ports them):
+
+  canvas    Canvas's gradebook import (app/models/gradebook_importer.rb): header `Student`, `ID`,
+            `SIS User ID`, `SIS Login ID`, `Section`, then one column per assignment; a row whose
+            first cell holds `Points Possible`; students found by ID (Canvas's user id), else by
+            SIS User ID / SIS Login ID. Blank score: not changed.
+  moodle    the offline grading worksheet assignfeedback_offline imports: the columns `Identifier`
+            (`Participant <n>`, Moodle's own ids, so a worksheet downloaded from Moodle is needed),
+            `Grade`, `Last modified (grade)` (a grade changed in Moodle after it is kept), and
+            `Feedback comments`. Blank grade: skipped.
+  otter     otter grade's final_grades.csv: `file`, the question columns (sorted), then
+            `total_points_earned`, `percent_correct` (ratio, 4 digits), `grading_status`; the first
+            row is `points-per-question`.
+  nbgrader  `nbgrader export`'s columns: assignment, duedate, timestamp, student_id, last_name,
+            first_name, email, raw_score, late_submission_penalty, score, max_score.
+
+A student whose manual parts are not all graded gets no total anywhere (blank), and the reason
+where the format has a place for it."""
+
+from __future__ import annotations
+
+import csv
+import io
+import time
+from pathlib import Path
+
+from generator.cache import write_text_atomically
+from generator.review.store import Gradebook, ReviewError
+from generator.review.totals import Standing, result_text, standings
+
+FORMATS = ("canvas", "moodle", "otter", "nbgrader")
+DANGEROUS = ("=", "+", "-", "@", "\t", "\r")
+
+
+class Fixed(str):
+    """A cell of the format itself (otter's `--`), written as it is."""
+
+
+def cell(value) -> str:
+    """A CSV cell a spreadsheet will not run as a formula (OWASP's CSV injection advice: a leading
+    = + - @ tab or CR is quoted with '). Numbers stay numbers."""
+    if isinstance(value, Fixed):
+        return str(value)
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return _number(value)
+    text = "" if value is None else str(value)
+    return "'" + text if text.startswith(DANGEROUS) else text
+
+
+def uncell(text: str) -> str:
+    """cell()'s quote taken off again (a sheet read back)."""
+    return text[1:] if text.startswith("'") and text[1:].startswith(DANGEROUS) else text
+
+
+def _number(value: float | None) -> str:
+    if value is None:
+        return ""
+    return f"{value:g}" if float(value) != int(value) else str(int(value))
+
+
+def _csv(rows: list[list], header: list[str] | None = None) -> str:
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    if header:
+        writer.writerow([cell(h) for h in header])
+    writer.writerows([[cell(v) for v in row] for row in rows])
+    return out.getvalue()
+
+
+# --- grades.csv ------------------------------------------------------------------------------
+
+ADDED = ("total", "max_total", "result", "vetoes", "comments")
+
+
+def grades_csv(book: Gradebook, everyone: list[Standing] | None = None) -> str:
+    """grading's grades.csv with every manual part filled in, the total, the maximum, the result
+    (pass, fail or `manual: 2 of 4 parts graded`), the vetoes with their reasons, the comments."""
+    rubric = book.rubric()
+    original = list(csv.DictReader(io.StringIO(book.meta("grades_csv", ""))))
+    header = list(original[0].keys()) if original else ["student_id"]
+    manual = [p["id"] for p in rubric["parts"] if p.get("kind") == "manual"]
+    header += [f"manual_{p}" for p in manual if f"manual_{p}" not in header]
+    header += [c for c in ADDED if c not in header]
+    by_id = {s.student["id"]: s for s in everyone or standings(book)}
+    rows = []
+    for row in original:
+        found = by_id.get(row.get("student_id", ""))
+        if found is None:   # the POINTS POSSIBLE row
+            row.update({f"manual_{p['id']}": p["points"] for p in rubric["parts"] if p.get("kind") == "manual"})
+            row["max_total"] = rubric["max_total"]
+        else:
+            row.update({f"manual_{p}": _number(found.manual[p]) for p in manual})
+            row.update(total=_number(found.result["total"]), max_total=found.result["max"],
+                       result=result_text(found.result),
+                       vetoes="; ".join(f"{v}: {reason}" for v, reason in found.vetoes.items()),
+                       comments="; ".join(f"{p}: {c}" for p, c in found.comments.items()))
+        rows.append([row.get(h, "") for h in header])
+    return _csv(rows, header)
+
+
+def write_grades_csv(folder: Path) -> None:
+    book = Gradebook(folder)
+    write_text_atomically(folder / "grades.csv", grades_csv(book))
+
+
+# --- Canvas ----------------------------------------------------------------------------------
+
+def canvas_csv(book: Gradebook, assignment: str, per_part: bool = False, canvas_export: Path | None = None) -> str:
+    rubric = book.rubric()
+    known = read_canvas_export(canvas_export) if canvas_export else {}
+    if per_part:
+        columns = [(f"{assignment}: {p['id']}", p["id"]) for p in rubric["parts"]]
+    else:
+        columns = [(assignment, None)]
+    header = ["Student", "ID", "SIS User ID", "SIS Login ID", "Section"] + [name for name, _ in columns]
+    possible = {p["id"]: p["points"] for p in rubric["parts"]}
+    rows = [["Points Possible", "", "", "", ""] + [possible[part] if part else rubric["max_total"]
+                                                   for _, part in columns]]
+    for s in standings(book):
+        student = s.student
+        match = _canvas_match(known, student)
+        rows.append([match.get("Student") or student["name"] or student["id"], match.get("ID", ""),
+                     match.get("SIS User ID", student["id"]), match.get("SIS Login ID", ""),
+                     match.get("Section", "")] + [_canvas_score(s, part) for _, part in columns])
+    return _csv(rows, header)
+
+
+def _canvas_score(s: Standing, part: str | None):
+    if part is None:
+        return s.result["total"] if s.result["total"] is not None else ""
+    if part in s.manual:
+        return s.manual[part] if s.manual[part] is not None else ""
+    return (s.student["auto"].get("points") or {}).get(part, "")
+
+
+def read_canvas_export(path: Path) -> dict[str, dict]:
+    """A gradebook exported from Canvas: its rows by every id a student may have here (SIS User ID,
+    SIS Login ID, ID, the name)."""
+    try:
+        rows = list(csv.DictReader(io.StringIO(path.read_text(encoding="utf-8-sig"))))
+    except (OSError, UnicodeDecodeError, csv.Error) as exc:
+        raise ReviewError(f"{path}: cannot read the Canvas export ({exc})") from exc
+    if rows and not {"Student", "ID"} <= set(rows[0]):
+        raise ReviewError(f"{path}:1: not a Canvas gradebook export (expected the columns Student, ID, ...)")
+    found = {}
+    for row in rows:
+        if "Points Possible" in (row.get("Student") or "") or not (row.get("ID") or "").strip():
+            continue
+        for key in ("SIS User ID", "SIS Login ID", "ID", "Student"):
+            value = (row.get(key) or "").strip()
+            if value:
+                found.setdefault(value.casefold(), row)
+    return found
+
+
+def _canvas_match(known: dict[str, dict], student: dict) -> dict:
+    for key in (student["id"], student.get("email", ""), student.get("name", "")):
+        if key and key.casefold() in known:
+            return known[key.casefold()]
+    return {}
+
+
+# --- Moodle ----------------------------------------------------------------------------------
+
+MOODLE = ["Identifier", "Full name", "Email address", "Grade", "Maximum grade", "Last modified (grade)",
+          "Feedback comments"]
+
+
+def moodle_csv(book: Gradebook, worksheet: Path) -> str:
+    """Moodle's worksheet with the grades and feedback filled in, for the students found in it (by
+    email address, then full name, then id)."""
+    participants = read_moodle_worksheet(worksheet)
+    rubric = book.rubric()
+    everyone = standings(book)
+    rows, missing = [], []
+    for s in everyone:
+        student = s.student
+        row = next((participants[k.casefold()] for k in (student.get("email", ""), student.get("name", ""),
+                                                       student["id"]) if k and k.casefold() in participants), None)
+        if row is None:
+            missing.append(student["id"])
+            continue
+        rows.append([row["Identifier"], row.get("Full name", student["name"]),
+                     row.get("Email address", student.get("email", "")),
+                     s.result["total"] if s.result["total"] is not None else "", rubric["max_total"],
+                     _moodle_time(s.updated), _feedback_text(s)])
+    if missing:
+        raise ReviewError(f"{worksheet}: no participant for {len(missing)} student(s): {', '.join(missing[:10])}"
+                          + (" ..." if len(missing) > 10 else "") + " (matched by email address, full name or id)")
+    return _csv(rows, MOODLE)
+
+
+def read_moodle_worksheet(path: Path) -> dict[str, dict]:
+    try:
+        rows = list(csv.DictReader(io.StringIO(path.read_text(encoding="utf-8-sig"))))
+    except (OSError, UnicodeDecodeError, csv.Error) as exc:
+        raise ReviewError(f"{path}: cannot read the Moodle worksheet ({exc})") from exc
+    if not rows or "Identifier" not in rows[0]:
+        raise ReviewError(f"{path}:1: not a Moodle grading worksheet (expected an Identifier column)")
+    found = {}
+    for line, row in enumerate(rows, start=2):
+        if not (row.get("Identifier") or "").startswith("Participant "):
+            raise ReviewError(f"{path}:{line}:1: Identifier {row.get('Identifier')!r}: expected 'Participant <n>'")
+        for key in ("Email address", "Full name"):
+            value = (row.get(key) or "").strip()
+            if value:
+                found.setdefault(value.casefold(), row)
+    return found
+
+
+def _moodle_time(at: float) -> str:
+    """A time PHP's strtotime reads; the time of the grade's last change (now if never changed)."""
+    return time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(at or time.time()))
+
+
+def _feedback_text(s: Standing) -> str:
+    parts = [result_text(s.result)]
+    parts += [f"veto {v}: {reason}" for v, reason in s.vetoes.items()]
+    parts += [f"{p}: {c}" for p, c in s.comments.items()]
+    return "\n".join(parts)
+
+
+# --- otter and nbgrader ----------------------------------------------------------------------
+
+def otter_csv(book: Gradebook) -> str:
+    rubric = book.rubric()
+    parts = sorted(p["id"] for p in rubric["parts"])
+    possible = {p["id"]: p["points"] for p in rubric["parts"]}
+    header = ["file", *parts, "total_points_earned", "percent_correct", "grading_status"]
+    rows = [["points-per-question", *[possible[p] for p in parts], rubric["max_total"], 1, Fixed("--")]]
+    body = []
+    for s in standings(book):
+        total = s.result["total"]
+        status = "Completed" if total is not None else result_text(s.result)
+        body.append([s.student["auto"].get("graded_file") or s.student["id"],
+                     *[_otter_part(s, p) for p in parts], "" if total is None else total,
+                     "" if total is None else round(total / rubric["max_total"], 4), status])
+    return _csv(rows + sorted(body, key=lambda r: r[0]), header)
+
+
+def _otter_part(s: Standing, part: str):
+    if part in s.manual:
+        return "" if s.manual[part] is None else s.manual[part]
+    return (s.student["auto"].get("points") or {}).get(part, 0)
+
+
+NBGRADER = ["assignment", "duedate", "timestamp", "student_id", "last_name", "first_name", "email", "raw_score",
+            "late_submission_penalty", "score", "max_score"]
+
+
+def nbgrader_csv(book: Gradebook) -> str:
+    rubric = book.rubric()
+    rows = []
+    for s in standings(book):
+        student, total = s.student, s.result["total"]
+        first, _, last = student["name"].partition(" ")
+        rows.append([rubric["lesson"], "", student["auto"].get("date", ""), student["id"], last, first,
+                     student.get("email", ""), "" if total is None else float(total), 0.0,
+                     "" if total is None else max(0.0, float(total)), float(rubric["max_total"])])
+    return _csv(rows, NBGRADER)
+
+
+def export(folder: Path, fmt: str, out: Path, assignment: str | None = None, per_part: bool = False,
+           canvas_export: Path | None = None, moodle_worksheet: Path | None = None) -> int:
+    """Write one format to out; the number of students in it."""
+    book = Gradebook(folder)
+    if not book.exists():
+        raise ReviewError(f"{folder}: no {book.path.name} (grade the class first: coursepack grade)")
+    if fmt == "canvas":
+        text = canvas_csv(book, assignment or book.meta("lesson", "lesson"), per_part, canvas_export)
+    elif fmt == "moodle":
+        if moodle_worksheet is None:
+            raise ReviewError("--format moodle needs --moodle-worksheet FILE: the grading worksheet downloaded "
+                              "from the assignment (Moodle matches rows by its own participant ids)")
+        text = moodle_csv(book, moodle_worksheet)
+    elif fmt == "otter":
+        text = otter_csv(book)
+    elif fmt == "nbgrader":
+        text = nbgrader_csv(book)
+    else:
+        raise ReviewError(f"--format {fmt}: expected one of {', '.join(FORMATS)}")
+    write_text_atomically(out, text)
+    return max(0, len(list(csv.reader(io.StringIO(text)))) - 1)

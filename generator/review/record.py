@@ -1,0 +1,60 @@
+"""What `coursepack grade` leaves for the review, at the end of its run (generator/grade/run.py):
+auto.json from its rows, the gradebook of the folder it replaces carried over, the gradebook
+filled, regrade.md on a regrade, grades.csv and the feedback pages with the manual part."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+from typing import Callable
+
+from generator.cache import write_text_atomically
+from generator.review.sync import AUTO, REGRADE, carry_over, sync, write_regrade
+
+
+def auto_entry(lesson, row, lines: list[str]) -> dict:
+    """One student's automatic result as the review shows it. lines: check.py's output for the
+    row in the instructor's language."""
+    data = row.data or {}
+    submission = row.submission
+    language = lesson.languages[row.locale]
+    names = language.data.get("case_names", {})
+    notebook = submission is not None and submission.cell is not None
+    template = language.data["template"]
+    if notebook:
+        template = language.module_lines_without_main() if hasattr(language, "module_lines_without_main") else template
+    return {"id": row.student, "name": row.name, "email": row.email, "locale": row.locale, "slug": row.slug,
+            "status": row.status, "points": dict(row.points), "flags": list(row.flags),
+            "cases": [{"id": c["id"], "group": c.get("group", ""), "status": c["status"],
+                       "name": names.get(c["id"], c["id"]), "reason": c.get("reason", "")}
+                      for c in data.get("cases") or []],
+            "output": lines, "graded_file": submission.source if submission else "",
+            "code": submission.code if submission else None, "fill": data.get("fill"),
+            "edits": list(data.get("edits_outside_blank") or []), "exercise": "\n".join(template),
+            "claim": submission.claim if submission else None, "date": data.get("date", "")}
+
+
+def auto_json(lesson, rows, lines_of: Callable) -> str:
+    return json.dumps({"lesson": lesson.id, "students": [auto_entry(lesson, r, lines_of(r)) for r in rows]},
+                      ensure_ascii=False)
+
+
+def after_grading(lesson, rows, old: Path, new: Path, instructor: str, lines_of: Callable,
+                  progress: Callable[[str], None]) -> None:
+    """Called with the new folder complete but not yet swapped in for old."""
+    from generator.review.exports import write_grades_csv
+    from generator.review.feedback import write_all_feedback
+    in_instructor = lambda row: lines_of(dataclasses.replace(row, locale=instructor))   # noqa: E731
+    write_text_atomically(new / AUTO, auto_json(lesson, rows, in_instructor))
+    if not (new / "rubric.json").exists():
+        progress("no rubric.json in the grading folder: the review's gradebook is not filled")
+        return
+    carried = carry_over(old, new)
+    changed = sync(new)
+    if carried:
+        write_regrade(new, lesson.id, changed)
+        progress(f"regrade: manual scores kept; {len(changed)} student(s) whose automatic result changed "
+                 f"(listed in {REGRADE})")
+        write_grades_csv(new)
+        write_all_feedback(new)
