@@ -84,3 +84,11 @@ def test_sandbox_bench_smoke_times_submissions_with_and_without_the_sandbox(buil
     assert set(rows) == {"plain", "sandbox"} and rows["plain"][5] == rows["sandbox"][5] == "pass", result.stdout
     assert rows["sandbox"][6] == "bubblewrap", result.stdout
     assert re.search(r"^sandbox cost per submission: [+-]\d+\.\d+ s", result.stdout, re.M), result.stdout
+
+
+def test_similarity_bench_smoke_prints_recall_and_false_positives():
+    result = subprocess.run([sys.executable, str(REPO / "bench" / "similarity_bench.py"), "--students", "30"],
+                            cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert re.search(r"^students 30  answers 90  planted \d+  found \d+  recall \d\.\d{3}  false positives \d+  "
+                     r"seconds \d+\.\d+$", result.stdout, re.M), result.stdout

@@ -47,5 +47,9 @@ def html_page(markdown: str, title: str, lang: str, templates: Path, svg: dict[s
     for name, drawing in (svg or {}).items():
         body = re.sub(rf'(?:<p>)?<img src="{re.escape(name)}" alt="([^"]*)" ?/?>(?:</p>)?',
                       lambda m: f'<figure class="chart" aria-label="{m.group(1)}">{drawing}</figure>', body)
-    return jinja_env(templates).get_template("grade/page.html.j2").render(
-        lang=lang, title=title, body=Markup(body))
+    return document(Markup(body), title, lang, templates)
+
+
+def document(body: Markup, title: str, lang: str, templates: Path) -> str:
+    """An HTML body (already safe) as a self-contained page of grading."""
+    return jinja_env(templates).get_template("grade/page.html.j2").render(lang=lang, title=title, body=body)
