@@ -27,11 +27,11 @@ import time
 from pathlib import Path
 
 from generator.cache import write_text_atomically
+from generator.grade.gradebook import FORMULA_START, spreadsheet_safe
 from generator.review.store import Gradebook, ReviewError
 from generator.review.totals import Standing, result_text, standings
 
 FORMATS = ("canvas", "moodle", "otter", "nbgrader")
-DANGEROUS = ("=", "+", "-", "@", "\t", "\r")
 
 
 class Fixed(str):
@@ -39,19 +39,18 @@ class Fixed(str):
 
 
 def cell(value) -> str:
-    """A CSV cell a spreadsheet will not run as a formula (OWASP's CSV injection advice: a leading
-    = + - @ tab or CR is quoted with '). Numbers stay numbers."""
+    """A CSV cell: numbers as numbers, text that a spreadsheet would run as a formula made text
+    (grading's spreadsheet_safe: a leading ')."""
     if isinstance(value, Fixed):
         return str(value)
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         return _number(value)
-    text = "" if value is None else str(value)
-    return "'" + text if text.startswith(DANGEROUS) else text
+    return str(spreadsheet_safe("" if value is None else str(value)))
 
 
 def uncell(text: str) -> str:
     """cell()'s quote taken off again (a sheet read back)."""
-    return text[1:] if text.startswith("'") and text[1:].startswith(DANGEROUS) else text
+    return text[1:] if text.startswith("'") and text[1:].startswith(FORMULA_START) else text
 
 
 def _number(value: float | None) -> str:
@@ -62,7 +61,7 @@ def _number(value: float | None) -> str:
 
 def _csv(rows: list[list], header: list[str] | None = None) -> str:
     out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\n")
+    writer = csv.writer(out, lineterminator="\r\n")   # as grading's grades.csv (RFC 4180)
     if header:
         writer.writerow([cell(h) for h in header])
     writer.writerows([[cell(v) for v in row] for row in rows])
