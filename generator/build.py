@@ -44,10 +44,8 @@ from generator.html import mermaid_file
 from generator.markdown import forget_sections
 from generator.quarto import QuartoLesson, QuartoWriter, project_leaks, quarto_lesson
 from generator.cache import BuildCache, read_json, write_json
-from generator.runners import make_runner
+from generator.runners import default_jobs, make_runner
 from generator.resources import TEMPLATES   # built in; --templates overrides
-
-REPO = Path(__file__).resolve().parent.parent
 
 
 @dataclass
@@ -59,7 +57,7 @@ class BuildOptions:
     runner: str = "auto"
     python: str | None = None
     runner_command: str | None = None
-    jobs: int = min(8, os.cpu_count() or 2)
+    jobs: int = field(default_factory=default_jobs)
     notebook: bool = True
     sandbox: str = "auto"   # auto | on | off: the checker's sandbox for the answer and the mistakes
     lessons: tuple[str, ...] = ()

@@ -53,6 +53,11 @@ class TaskResult:
     detail: str = ""
 
 
+def default_jobs() -> int:
+    """Steps run at once by default: the CPU count, at most 8."""
+    return min(8, os.cpu_count() or 2)
+
+
 class RunnerError(CoursepackError):
     pass
 
