@@ -13,17 +13,17 @@ from generator.cache import write_text_atomically
 from generator.review.sync import AUTO, REGRADE, carry_over, sync, write_regrade
 
 
-def auto_entry(lesson, row, lines: list[str]) -> dict:
+def auto_entry(lesson, row, lines: list[str], modules: Path) -> dict:
     """One student's automatic result as the review shows it. lines: check.py's output for the
-    row in the instructor's language."""
+    row in the instructor's language; modules: where grading keeps the checkers as modules."""
     data = row.data or {}
     submission = row.submission
     language = lesson.languages[row.locale]
     names = language.data.get("case_names", {})
     notebook = submission is not None and submission.cell is not None
     template = language.data["template"]
-    if notebook:
-        template = language.module_lines_without_main() if hasattr(language, "module_lines_without_main") else template
+    if notebook:   # a notebook's cell is compared without the file's `if __name__` block, as grading does
+        template = language.module(modules).without_main_block(template)
     return {"id": row.student, "name": row.name, "email": row.email, "locale": row.locale, "slug": row.slug,
             "status": row.status, "points": dict(row.points), "flags": list(row.flags),
             "cases": [{"id": c["id"], "group": c.get("group", ""), "status": c["status"],
@@ -35,18 +35,18 @@ def auto_entry(lesson, row, lines: list[str]) -> dict:
             "claim": submission.claim if submission else None, "date": data.get("date", "")}
 
 
-def auto_json(lesson, rows, lines_of: Callable) -> str:
-    return json.dumps({"lesson": lesson.id, "students": [auto_entry(lesson, r, lines_of(r)) for r in rows]},
+def auto_json(lesson, rows, lines_of: Callable, modules: Path) -> str:
+    return json.dumps({"lesson": lesson.id, "students": [auto_entry(lesson, r, lines_of(r), modules) for r in rows]},
                       ensure_ascii=False)
 
 
-def after_grading(lesson, rows, old: Path, new: Path, instructor: str, lines_of: Callable,
+def after_grading(lesson, rows, old: Path, new: Path, instructor: str, lines_of: Callable, modules: Path,
                   progress: Callable[[str], None]) -> None:
     """Called with the new folder complete but not yet swapped in for old."""
     from generator.review.exports import write_grades_csv
     from generator.review.feedback import write_all_feedback
     in_instructor = lambda row: lines_of(dataclasses.replace(row, locale=instructor))   # noqa: E731
-    write_text_atomically(new / AUTO, auto_json(lesson, rows, in_instructor))
+    write_text_atomically(new / AUTO, auto_json(lesson, rows, in_instructor, modules))
     if not (new / "rubric.json").exists():
         progress("no rubric.json in the grading folder: the review's gradebook is not filled")
         return
