@@ -96,3 +96,11 @@ def test_cli_sheet_errors_without_traceback(folder, tmp_path, capsys):
     assert main(["review", "import-sheet", str(folder), str(sheet)]) == 1
     err = capsys.readouterr().err
     assert f"{sheet}:1:1: the header lacks points" in err and "Traceback" not in err
+
+
+def test_cli_refuses_a_folder_that_is_not_a_grading(tmp_path, capsys):
+    assert main(["review", str(tmp_path)]) == 1
+    assert main(["review", "export", str(tmp_path), "--format", "otter", "-o", str(tmp_path / "x.csv")]) == 1
+    err = capsys.readouterr().err
+    assert err.count("not a grading folder (no grades.csv") == 2 and "Traceback" not in err
+    assert not (tmp_path / "x.csv").exists()
