@@ -236,7 +236,11 @@ def _po(args: argparse.Namespace) -> int:
 def main(argv: list[str] | None = None) -> int:
     if argv is None:   # a command line: a build allocates millions of small objects and frees few;
         gc.set_threshold(100_000, 50, 100)   # fewer collection passes save ~6% of its time
-    args = parser().parse_args(argv)
+    words = sys.argv[1:] if argv is None else list(argv)
+    if words[:1] == ["review"]:   # its own parser (generator/review/command.py), --help included
+        args = argparse.Namespace(command="review", rest=words[1:])
+    else:
+        args = parser().parse_args(argv)
     try:
         if args.command == "build":
             build(_options(args, verify=not args.no_verify))
