@@ -105,6 +105,9 @@ def fingerprints(lesson: Lesson, locale: str) -> list[Fingerprint]:
                "solution_note": [text.solution_note]}
     for qid, question in text.questions.items():
         secrets[f"questions.{qid}.answer"] = [question.answer]
+    for pid, part in text.rubric.parts.items():
+        if part.reference:
+            secrets[f"rubric.parts.{pid}.reference"] = [part.reference]
     for extra in lesson.spec.files:
         if extra.edition == "answer":
             secrets[f"answer-only file {extra.name}"] = [lesson.files[extra.name].decode("utf-8")]
@@ -126,6 +129,8 @@ def _public_text(lesson: Lesson, locale: str) -> str:
     data.pop("solution_note")
     for question in data["questions"].values():
         question.pop("answer")
+    for part in data["rubric"]["parts"].values():
+        part.pop("reference")
     exercise = render_code(lesson.solution, lesson.texts[locale].code_comments,
                            lesson.texts[locale].exercise.todo_comment, answer=False)
     # the texts themselves, not their JSON: a line break must stay whitespace (JSON's "\n" would

@@ -323,6 +323,7 @@ def _load_lesson(root: Path, lesson_id: str, course: Course, locales: dict[str, 
         solution = _load_solution(root, folder, spec, problems)
         reference = _load_reference(root, folder, spec, spec_doc, problems)
         _check_checks(spec, spec_doc, solution, problems)
+        _check_rubric(spec, spec_doc, problems)
     texts = {}
     source_path = _inside(root, Path("lessons") / lesson_id / f"text.{course.source_locale}.yaml", problems)
     source_doc = _doc(source_path, problems)
@@ -493,6 +494,11 @@ def _check_text(text: LessonText, spec: LessonSpec, solution: SolutionSource | N
                 problems: ProblemCollector) -> None:
     _same_keys(path, "figures", set(text.figures), set(spec.figures), "lesson.yaml", problems)
     _same_keys(path, "questions", set(text.questions), set(spec.questions), "lesson.yaml", problems)
+    _same_keys(path, "rubric.parts", set(text.rubric.parts),
+               {p.id for p in spec.rubric.manual if p.where() != "question"},
+               "lesson.yaml's rubric: its manual parts that are not questions", problems)
+    _same_keys(path, "rubric.vetoes", set(text.rubric.vetoes), set(spec.rubric.vetoes), "lesson.yaml's rubric.vetoes",
+               problems)
     _same_keys(path, "checker.cases", set(text.checker.cases), {c.id for c in spec.checks.cases},
                "lesson.yaml's cases", problems)
     _same_keys(path, "checker.reasons", set(text.checker.reasons), set(GENERIC_REASONS) | set(spec.checks.reasons),
@@ -500,3 +506,39 @@ def _check_text(text: LessonText, spec: LessonSpec, solution: SolutionSource | N
     if solution is not None:
         _same_keys(path, "code_comments", set(text.code_comments), set(solution.text_keys),
                    f"the @text markers in {spec.solution}", problems)
+
+def _check_rubric(spec: LessonSpec, doc: YamlDoc, problems: ProblemCollector) -> None:
+    """The rubric's parts: automatic ones are the case groups, manual ones each have one answer
+    place (every question, at most one implementation and one failures part), the pass mark is
+    reachable, ids are unique."""
+    rubric = spec.rubric
+
+    def add(message: str, *keypath: Any) -> None:
+        problems.add(doc.path, message, dotted(("rubric",) + keypath), *doc.position(("rubric",) + keypath))
+
+    groups = {case.group for case in spec.checks.cases}
+    ids = [part.id for part in rubric.parts]
+    for index, part in enumerate(rubric.parts):
+        if ids.index(part.id) != index:
+            add(f"part '{part.id}' is declared twice", "parts", index, "id")
+        if part.kind == "auto" and (part.id not in ("normal", "boundary") or part.place is not None):
+            add("an automatic part is a case group: id 'normal' or 'boundary', and no place", "parts", index)
+        if part.where() == "question" and part.id not in spec.questions:
+            add(f"'{part.id}' is not one of the questions ({', '.join(spec.questions)}); "
+                "a manual part that is not a question needs place: implementation or failures", "parts", index, "id")
+        if part.where() in ("implementation", "failures") and part.id in spec.questions:
+            add(f"'{part.id}' is a question: leave its place out", "parts", index, "place")
+    for place in ("implementation", "failures"):
+        if sum(1 for part in rubric.manual if part.where() == place) > 1:
+            add(f"at most one part has place: {place}", "parts")
+    for group in sorted(groups - {p.id for p in rubric.parts if p.kind == "auto"}):
+        add(f"the case group '{group}' has no automatic part (expected {{id: {group}, kind: auto, points: N}})",
+            "parts")
+    for question in spec.questions:
+        if question not in ids:
+            add(f"question '{question}' has no manual part (expected {{id: {question}, kind: manual, points: N}})",
+                "parts")
+    if rubric.pass_total > rubric.max_total:
+        add(f"pass_total {rubric.pass_total} is more than the rubric's {rubric.max_total} points", "pass_total")
+    if len(set(rubric.vetoes)) != len(rubric.vetoes):
+        add("veto ids must be unique", "vetoes")

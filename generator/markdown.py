@@ -2,7 +2,8 @@
 
 lesson.md and lesson.ipynb come from this one parse, so they cannot drift apart. Fenced code
 whose info string carries a role becomes a code cell: ``python exercise`` (also shown in
-lesson.md), ``python nb-setup`` and ``python nb-check`` (notebook only).
+lesson.md), ``python nb-setup`` and ``python nb-check`` (notebook only); ``markdown answer ID``
+becomes a Markdown cell of its own, the answer place of rubric part ID (in lesson.md, its text).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from functools import lru_cache
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
-CELL_ROLES = {"exercise": "exercise", "nb-setup": "setup", "nb-check": "check"}
+CELL_ROLES = {"exercise": "exercise", "nb-setup": "setup", "nb-check": "check", "answer": "answer"}
 NOTEBOOK_ONLY = {"nb-setup", "nb-check"}
 EXTERNAL = re.compile(r"^(https?:|mailto:)")
 DIV_LINE = re.compile(r"^\s*:{3}")   # a pandoc fenced div (the Quarto pages' profile blocks and callouts)
@@ -25,11 +26,8 @@ DIV_LINE = re.compile(r"^\s*:{3}")   # a pandoc fenced div (the Quarto pages' pr
 class Cell:
     kind: str            # "markdown" or "code"
     source: str
-    role: str = ""       # tag of a code cell
-
-
-class MarkdownProblem(ValueError):
-    pass
+    role: str = ""       # tag of a code cell; "answer" for an answer place
+    part: str = ""       # an answer place's rubric part
 
 
 @lru_cache(maxsize=None)
@@ -272,11 +270,15 @@ def split_cells(text: str, tokens: list[Token] | None = None) -> tuple[str, list
             markdown_out.extend(before)
             flush()
             role = _role(token)
-            cells.append(Cell("code", token.content.rstrip("\n"), CELL_ROLES[role]))
-            if role not in NOTEBOOK_ONLY:
-                markdown_out.extend(["```python\n", *lines[start + 1:end - 1], "```\n"])
-            elif markdown_out and markdown_out[-1] == "\n" and end < len(lines) and lines[end] == "\n":
-                end += 1
+            if role == "answer":   # its text is Markdown: lesson.md shows it as it is
+                cells.append(Cell("markdown", token.content.rstrip("\n"), "answer", (token.info.split() + [""])[2]))
+                markdown_out.extend(lines[start + 1:end - 1])
+            else:
+                cells.append(Cell("code", token.content.rstrip("\n"), CELL_ROLES[role]))
+                if role not in NOTEBOOK_ONLY:
+                    markdown_out.extend(["```python\n", *lines[start + 1:end - 1], "```\n"])
+                elif markdown_out and markdown_out[-1] == "\n" and end < len(lines) and lines[end] == "\n":
+                    end += 1
             cursor = end
     pending.extend(lines[cursor:])
     markdown_out.extend(lines[cursor:])

@@ -198,12 +198,53 @@ class Checks(Strict):
     mistakes: list[Mistake] = []
 
 
+class RubricPart(Strict):
+    """One part of the rubric. auto: the points of a case group (its id is the group's), scored by
+    the checker; manual: graded by the instructor from what the student wrote in the part's own
+    answer place: under the question of the same id (place question, the default), under the
+    exercise (implementation) or after the check (failures)."""
+    id: Ident
+    kind: Literal["auto", "manual"]
+    points: int = Field(ge=0, le=1000)
+    place: Literal["question", "implementation", "failures"] | None = None
+
+    def where(self) -> str | None:
+        """The answer place of a manual part (None for an automatic one)."""
+        return None if self.kind == "auto" else (self.place or "question")
+
+
 class Rubric(Strict):
-    normal: int
-    boundary: int
-    explanation: int
-    per_question: int
-    pass_total: int
+    parts: list[RubricPart] = Field(min_length=1)
+    pass_total: int = Field(ge=0)
+    vetoes: list[Ident] = []      # what fails a submission whatever its points (texts: rubric.vetoes)
+
+    def points(self, part_id: str) -> int:
+        return next((p.points for p in self.parts if p.id == part_id), 0)
+
+    @property
+    def max_total(self) -> int:
+        return sum(p.points for p in self.parts)
+
+    @property
+    def manual(self) -> list[RubricPart]:
+        return [p for p in self.parts if p.kind == "manual"]
+
+    @property
+    def normal(self) -> int:       # the automatic points of the case groups, as the checker scores them
+        return self.points("normal")
+
+    @property
+    def boundary(self) -> int:
+        return self.points("boundary")
+
+    @property
+    def explanation(self) -> int:
+        """The manual points outside the questions (the explanations)."""
+        return sum(p.points for p in self.manual if p.where() != "question")
+
+    @property
+    def question_points(self) -> int:
+        return sum(p.points for p in self.manual if p.where() == "question")
 
 
 class ExtraFile(Strict):
@@ -252,11 +293,20 @@ class ExerciseText(Strict):
     todo_comment: Text
 
 
+class PartText(Strict):
+    """A manual part that is not a question: its heading, what the student is asked, and the
+    reference answer (answer edition only)."""
+    title: Text
+    prompt: Text
+    reference: Text | None = None
+
+
 class RubricText(Strict):
     code: Text
     questions: Text
     pass_rule: Text
-    veto: list[Text] = Field(min_length=1)
+    parts: dict[Ident, PartText] = {}   # every manual part of lesson.yaml's rubric that is not a question
+    vetoes: dict[Ident, Text]           # every veto of lesson.yaml's rubric, by its id
 
 
 class Reference(Strict):

@@ -16,12 +16,17 @@ from nbformat import v4
 
 from generator.markdown import Cell
 
+PART_KEY = "coursepack"   # cell metadata {"coursepack": {"part": ID}}: the answer place of rubric part ID
+
 
 def _cell(cell: Cell, index: int) -> dict:
     cell_id = f"c{index:02d}-{cell.role or cell.kind}"   # fixed ids keep the file deterministic
     if cell.kind == "code":
         return {"cell_type": "code", "id": cell_id, "metadata": {"tags": [cell.role]},
                 "source": cell.source, "outputs": [], "execution_count": None}
+    if cell.role == "answer":   # an answer place: its rubric part in the metadata, as nbgrader's grade_id
+        return {"cell_type": "markdown", "id": f"{cell_id}-{cell.part}", "metadata": {PART_KEY: {"part": cell.part}},
+                "source": cell.source}
     return {"cell_type": "markdown", "id": cell_id, "metadata": {}, "source": cell.source}
 
 

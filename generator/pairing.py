@@ -37,11 +37,14 @@ def edition_drift(exercise: Pack, answer: Pack, lesson: Lesson, ui: Locale, loca
     markers = [ui.pack.i18n_missing, ui.pack.i18n_stale]   # translation fallbacks, the same in both editions
     blank_lines = _blank_lines(exercise.files[lesson.spec.kernel_file], answer.files[lesson.spec.kernel_file])
     answer_only = _pieces([q.answer for q in text.questions.values()] + [
+        p.reference for p in text.rubric.parts.values() if p.reference] + [
         text.hints[3], text.solution_note, text.edition_note_answer, ui.headings.reference_answer,
         ui.headings.solution, ui.pack.hint_level.format(level=4), ui.pack.hint_level_names[3],
         ui.pack.edition_answer, lesson.solution.fill, blank_lines[1], *nav, *zips["answer"],
         "details", "summary", *markers])   # the markup of the hint blocks
-    exercise_only = _pieces([*markers, text.edition_note_exercise, ui.headings.your_answer, ui.pack.hint_answer_only,
+    exercise_only = _pieces([*markers, text.edition_note_exercise, ui.headings.your_answer,
+                             ui.checker["report_answer_here"],
+                             ui.pack.hint_answer_only,
                              ui.pack.edition_exercise, text.exercise.todo_comment, BLANK, blank_lines[0],
                              *nav, *zips["exercise"]])
     problems = []

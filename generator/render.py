@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from dataclasses import dataclass
@@ -180,7 +181,35 @@ def _lesson_vars(ctx: LessonContext, env: jinja2.Environment, code: str) -> dict
         "questions": [(q, text.questions[q]) for q in spec.questions],
         "hints": ctx.hints, "nav": _navigation(ctx), "cell_code": without_main_block(code),
         "setup_code": setup.strip(), "check_code": check.strip(),
+        "places": {place["place"]: place for place in answer_places(ctx)},
+        "placeholder": ui.checker["report_answer_here"], "vetoes": [text.rubric.vetoes[v] for v in spec.rubric.vetoes],
     }
+
+
+def answer_places(ctx: LessonContext, references: bool | None = None) -> list[dict]:
+    """Where a student writes each answer, in the order of the pack: the explanation of the
+    implementation (where a rubric part asks for it), the failing cases (always; a rubric part when
+    one is declared) and each question. id: the rubric part's, the same in every edition and
+    language (a notebook cell's metadata, a report's marker). references: with the reference
+    answers (default: in the answer edition)."""
+    text, spec = ctx.text, ctx.lesson.spec
+    with_reference = ctx.answer if references is None else references
+    declared = {part.where(): part.id for part in spec.rubric.manual}
+    places = []
+    if "implementation" in declared:
+        part = text.rubric.parts[declared["implementation"]]
+        places.append({"id": declared["implementation"], "place": "implementation", "title": part.title,
+                       "prompt": part.prompt, "reference": part.reference if with_reference else None})
+    failures = text.rubric.parts.get(declared.get("failures", ""))
+    places.append({"id": declared.get("failures", "failures"), "place": "failures",
+                   "title": failures.title if failures else ctx.ui.checker["report_failures"],
+                   "prompt": failures.prompt if failures else None,
+                   "reference": failures.reference if failures and with_reference else None})
+    for qid in spec.questions:
+        question = text.questions[qid]
+        places.append({"id": qid, "place": "question", "title": qid.upper(), "prompt": question.prompt,
+                       "reference": question.answer if with_reference else None})
+    return places
 
 
 def _navigation(ctx: LessonContext) -> list[dict]:
@@ -223,7 +252,12 @@ def checker_data(ctx: LessonContext) -> dict:
         "reference": ctx.lesson.reference, "lesson_reasons": list(checks.reasons),
         "case_names": dict(text.checker.cases), "reasons": dict(text.checker.reasons),
         "messages": dict(ctx.ui.checker), "hints": ctx.hints, "hint_names": list(ctx.ui.pack.hint_level_names),
-        "rubric": spec.rubric.model_dump(), "questions": list(spec.questions),
+        "rubric": {"normal": spec.rubric.normal, "boundary": spec.rubric.boundary,
+                   "explanation": spec.rubric.explanation, "questions": spec.rubric.question_points,
+                   "pass_total": spec.rubric.pass_total},
+        "questions": list(spec.questions),
+        "answer_places": [{k: v for k, v in place.items() if k != "reference"}
+                          for place in answer_places(ctx, references=False)],
         "bench": spec.bench, "bench_tables": dict(text.measured.tables),
         "platform_section": ctx.ui.pack.readme_machine_title,
     }
@@ -280,9 +314,9 @@ def _finalize_pack(ctx: LessonContext, env: jinja2.Environment, pack: Pack, veri
     for name in ("lesson.md", "README.md"):
         files[name] = fill_measured(files[name].decode(), values, ui.pack.measured_placeholder,
                                     f"{pack.name}/{name}").encode()
-    cells = [Cell(cell.kind, fill_measured(cell.source, values, ui.pack.measured_placeholder,
-                                           f"{pack.name}/lesson.ipynb"), cell.role) if cell.kind == "markdown" else cell
-             for cell in pack.cells]
+    cells = [dataclasses.replace(cell, source=fill_measured(cell.source, values, ui.pack.measured_placeholder,
+                                                            f"{pack.name}/lesson.ipynb"))
+             if cell.kind == "markdown" else cell for cell in pack.cells]
     measured = _measured_section(ctx, verification) if ctx.answer else ""
     if measured:
         files["README.md"] += ("\n" + measured).encode()

@@ -124,7 +124,7 @@ def test_third_language_end_to_end_without_code_changes(content_copy, capsys):
     # Translate (here: copy from English) what a release requires, and a few prose units.
     import ruamel.yaml
     yaml = ruamel.yaml.YAML(typ="rt")
-    lessons = [(EN, "content/lessons/lesson03_relu/text.fr.yaml", ["questions", "hints", "solution_note", "checker", "goal"])]
+    lessons = [(EN, "content/lessons/lesson03_relu/text.fr.yaml", ["questions", "hints", "solution_note", "checker", "goal", "rubric"])]
     lessons += [(f"content/lessons/{l}/text.en.yaml", f"content/lessons/{l}/text.fr.yaml", None)   # wholly "translated"
                 for l in ("lesson02_vector_add", "lesson04_add_bias", "lesson05_softmax", "lesson06_matmul")]
     for rel_en, rel_fr, keys in [("content/locales/en.yaml", "content/locales/fr.yaml", None), *lessons]:

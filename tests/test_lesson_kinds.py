@@ -121,7 +121,10 @@ LESSON = {
         "mistakes": [{"id": "b_ignored", "fill": "tl.sum(av, axis=0)", "fails": {"all_except": ["empty"]},
                       "reason": "b_ignored"}],
     },
-    "rubric": {"normal": 2, "boundary": 1, "explanation": 1, "per_question": 2, "pass_total": 4},
+    "rubric": {"parts": [{"id": "normal", "kind": "auto", "points": 2}, {"id": "boundary", "kind": "auto", "points": 1},
+                         {"id": "explanation", "kind": "manual", "points": 1, "place": "implementation"},
+                         {"id": "q1", "kind": "manual", "points": 2}],
+               "pass_total": 4, "vetoes": ["unrun_claimed"]},
 }
 
 

@@ -155,7 +155,7 @@ def render_report(ev):
                       normal=points["normal"], normal_total=rubric["normal"],
                       boundary=points["boundary"], boundary_total=rubric["boundary"]),
               "       " + msg("score_graded", explanation=rubric["explanation"],
-                              questions=rubric["per_question"] * len(LESSON["questions"]),
+                              questions=rubric["questions"],
                               question_names=question_names(len(LESSON["questions"]), msg),
                               count=len(LESSON["questions"]))]
     failed = [c for c in LESSON["cases"] if ev.results.get(c["id"], {}).get("status") not in ("pass", "skip")]
@@ -218,13 +218,28 @@ def write_submission(path, ev, lines, status):
            f"## {msg('report_code')}", "", "```python", target.text.rstrip(), "```", "",
            f"## {msg('report_output')}", ""]
     out += (["```text", *lines, "```"] if ran else [msg("report_static"), "", "```text", *lines, "```"])
-    out += ["", f"## {msg('report_failures')}", ""]
-    if failed:
-        for case in failed:
-            out += [f"### {LESSON['case_names'][case['id']]}", "", msg("report_explain_here"), ""]
-    else:
-        out += [msg("report_no_failures"), ""]
-    out += [f"## {msg('report_questions')}", ""]
-    for q in LESSON["questions"]:
-        out += [f"### {q.upper()}", "", msg("report_answer_here"), ""]
+    out.append("")
+    questions = [place for place in LESSON["answer_places"] if place["place"] == "question"]
+    for place in LESSON["answer_places"]:
+        if place is (questions or [None])[0]:
+            out += [f"## {msg('report_questions')}", ""]
+        out += answer_section(place, failed)
     Path(path).write_text("\n".join(out), encoding="utf-8")
+
+
+def answer_section(place, failed):
+    """One answer place of the report: its heading (with the rubric part's id), what is asked, the
+    marker that grading finds the answer by (it survives edits that keep the comment), and where
+    to write."""
+    level = "###" if place["place"] == "question" else "##"
+    lines = [f"{level} {place['title']} {{#part-{place['id']}}}", ""]
+    if place.get("prompt"):
+        lines += [("> " + line).rstrip() for line in place["prompt"].strip().splitlines()] + [""]
+    lines += [f"<!-- coursepack:part={place['id']} -->", ""]
+    if place["place"] != "failures":
+        return lines + [msg("report_answer_here"), ""]
+    if not failed:
+        return lines + [msg("report_no_failures"), ""]
+    for case in failed:
+        lines += [f"### {LESSON['case_names'][case['id']]}", "", msg("report_explain_here"), ""]
+    return lines

@@ -58,7 +58,7 @@ def summary_lines(lesson: GradeLesson, row: Row, sandbox: str, markdown: bool = 
         items.append((language.text("points"), language.text(
             "points_value", got=row.automatic, total=rubric.normal + rubric.boundary, normal=row.points["normal"],
             normal_total=rubric.normal, boundary=row.points["boundary"], boundary_total=rubric.boundary,
-            explanation=rubric.explanation, questions=rubric.per_question * len(lesson.spec.questions),
+            explanation=rubric.explanation, questions=rubric.question_points,
             question_names=question_names(len(lesson.spec.questions), language.text),
             count=len(lesson.spec.questions))))
     if row.submission is not None and row.submission.source:

@@ -3,7 +3,9 @@ POSSIBLE). Written whole or not at all.
 
 Columns: student_id, name, email, lesson, locale, status; the automatic points per rubric group
 (points_normal, points_boundary) and their sum (points_automatic); the manual parts, empty for the
-instructor (manual_explanation, manual_q1, ...); cases_passed, cases_failed, cases_skipped,
+instructor (manual_<part id>: manual_explanation, manual_q1, ...), answers (how many of them have
+an answer in what the student handed in: "3 of 4"; "absent" where no answer place was handed in,
+a kernel file alone); cases_passed, cases_failed, cases_skipped,
 failed_cases (ids); flags (; separated, see generator/grade/rows.py); detail (why a row has no
 result); graded_file, submission_sha256; device, torch, triton, python, sandbox, date;
 checker_sha256.
@@ -18,6 +20,7 @@ from __future__ import annotations
 import csv
 import io
 
+from generator.grade.answers import answered_cell
 from generator.grade.feedback import reason_text
 from generator.grade.lesson import GradeLesson
 from generator.grade.rows import Row, device_of, failed_cases, sandbox_of
@@ -45,7 +48,7 @@ def csv_text(columns: list[str], records: list[dict[str, object]]) -> str:
 
 
 def columns(lesson: GradeLesson) -> list[str]:
-    manual = ["manual_explanation"] + [f"manual_{q}" for q in lesson.spec.questions]
+    manual = [f"manual_{part.id}" for part in lesson.spec.rubric.manual] + ["answers"]
     return (["student_id", "name", "email", "lesson", "locale", "status", "points_normal", "points_boundary",
              "points_automatic"] + manual +
             ["cases_passed", "cases_failed", "cases_skipped", "failed_cases", "flags", "detail", "graded_file",
@@ -56,9 +59,9 @@ def possible(lesson: GradeLesson) -> dict[str, object]:
     rubric = lesson.spec.rubric
     row = {"student_id": POSSIBLE, "lesson": lesson.id, "points_normal": rubric.normal,
            "points_boundary": rubric.boundary, "points_automatic": rubric.normal + rubric.boundary,
-           "manual_explanation": rubric.explanation, "cases_passed": len(lesson.spec.checks.cases),
+           "answers": len(rubric.manual), "cases_passed": len(lesson.spec.checks.cases),
            "checker_sha256": lesson.checker_hash}
-    row.update({f"manual_{q}": rubric.per_question for q in lesson.spec.questions})
+    row.update({f"manual_{part.id}": part.points for part in rubric.manual})
     return row
 
 
@@ -75,6 +78,7 @@ def record(lesson: GradeLesson, row: Row, instructor: str, sandbox: str) -> dict
     return {"student_id": row.student, "name": row.name, "email": row.email, "lesson": lesson.id,
             "locale": row.locale, "status": row.status, "points_normal": row.points["normal"],
             "points_boundary": row.points["boundary"], "points_automatic": row.automatic,
+            "answers": answered_cell(row.answers),
             "cases_passed": sum(1 for c in cases if c["status"] == "pass") if data else "",
             "cases_failed": len(failed) if data else "",
             "cases_skipped": sum(1 for c in cases if c["status"] == "skip") if data else "",

@@ -109,6 +109,8 @@ class GradeLesson:
     languages: dict[str, Language]
     mistake_codes: dict[str, str] = field(default_factory=dict)   # mistake id -> its fill, or old -> new
     answer: str | None = None     # the kernel file filled with the answer (from the content; never in a kit)
+    texts: dict = field(default_factory=dict)   # the lesson's texts per language, reference answers too
+    # (from the content, for rubric.json; never in a kit)
 
     @property
     def id(self) -> str:
@@ -174,7 +176,8 @@ def load_lesson(content_dir: Path, lesson_id: str) -> GradeLesson:
                                      ui.heading(lesson_id, entry.number), ui.pack.colon)
     mistakes = {m.id: m.fill if m.fill is not None else f"{m.replace.old.strip()} -> {m.replace.new.strip()}"
                 for m in lesson.spec.checks.mistakes}
-    return GradeLesson(lesson.spec, content.course.source_locale, languages, mistakes, source.code(answer=True))
+    return GradeLesson(lesson.spec, content.course.source_locale, languages, mistakes, source.code(answer=True),
+                       dict(lesson.texts))
 
 
 def kit_json(lesson: GradeLesson) -> str:

@@ -38,6 +38,7 @@ class Row:
     notes: list[Reason] = field(default_factory=list)   # shown beyond check.py's own lines
     points: dict = field(default_factory=lambda: {"normal": 0, "boundary": 0})
     slug: str = ""                     # the student's id as a file name: feedback/<slug>.md
+    answers: dict | None = None        # the manual parts' answers, as answers.json holds them (answers.py)
 
     @property
     def automatic(self) -> int:

@@ -24,6 +24,7 @@ from generator.archive import replace_dir
 from generator.cache import BuildCache, key, write_text_atomically
 from generator.checker.sandbox import launcher_entries, sandbox_problem
 from generator.grade import gradescope as gs
+from generator.grade.answers import answers_json, attach_answers
 from generator.grade.collect import Submission, collect, read_tree, submission_of
 from generator.grade.feedback import check_lines, write_feedback
 from generator.grade.gpus import visible_gpus
@@ -31,6 +32,7 @@ from generator.grade.gradebook import gradebook_csv
 from generator.grade.lesson import GradeError, GradeLesson, load_kit, load_lesson
 from generator.grade.pages import html_page
 from generator.grade.roster import Student, read_roster
+from generator.grade.rubric import rubric_json
 from generator.grade.rows import Row, assign_slugs, make_row, people
 from generator.grade.summary import CHART, score_chart, summary_markdown
 from generator.grade.tasks import START_S, ResultStore, Unit, collect_results, harvest, plan, unit_key
@@ -317,6 +319,7 @@ def _write_outputs(lesson: GradeLesson, rows: list[Row], out: Path, build: Path,
         shutil.rmtree(new)
     new.mkdir(parents=True)
     modules = build / "checkers"
+    attach_answers(lesson, rows)   # the manual parts' answers: grades.csv counts them, answers.json holds them
     for row in rows:
         output = check_lines(lesson, row, modules)   # what check.py shows: the feedback page's and Gradescope's
         write_feedback(lesson, row, new / "feedback", output, options.templates, options.sandbox)
@@ -332,6 +335,8 @@ def _write_outputs(lesson: GradeLesson, rows: list[Row], out: Path, build: Path,
     (new / "summary.html").write_text(html_page(summary, title, instructor, options.templates, {CHART: chart}),
                                       encoding="utf-8")
     write_text_atomically(new / "grades.csv", gradebook_csv(lesson, rows, instructor, options.sandbox))
+    (new / "rubric.json").write_text(rubric_json(lesson), encoding="utf-8")      # the parts, points and vetoes
+    (new / "answers.json").write_text(answers_json(rows), encoding="utf-8")      # each student's answers
     # the review's gradebook: the old folder's carried over (manual scores kept), filled, regrade.md
     after_grading(lesson, rows, out, new, instructor, lambda row: check_lines(lesson, row, modules), modules, _stderr)
     replace_dir(new, out)
