@@ -117,7 +117,7 @@ def draft_banner(merged: dict, note: str) -> None:
 
 
 def mark(text: str, marker: str, unit: str) -> str:
-    if unit.split(".")[-1] in UNMARKED:
+    if unit.split(".")[-1] in UNMARKED or not any(ch.isalnum() for ch in text):   # punctuation needs no marker
         return text
     if "\n" in text.strip():
         return f"> ⚠ {marker}\n\n{text}"

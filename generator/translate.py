@@ -17,6 +17,9 @@ from generator.yamlio import load_yaml
 from generator.errors import ProblemCollector
 
 
+MARKERS = Path(__file__).resolve().parent / "skeleton" / "markers.yaml"
+
+
 def _round_trip() -> YAML:
     """A YAML writer that keeps a translator's comments, quotes and layout."""
     yaml = YAML(typ="rt")
@@ -77,18 +80,16 @@ def status(content_root: Path, locale: str | None = None) -> dict:
 
 
 def unit_positions(path: Path, wanted: list[str]) -> dict[str, dict[str, int]]:
-    """Line and column of each unit in a translation file: its value, or for a key the file lacks
-    (or has no value for), the key of the nearest mapping above it that the file has."""
+    """Line and column of each unit in a translation file: its value (empty for a missing one), or
+    for a key the file lacks, the key of the nearest mapping above it that the file has."""
     doc = load_yaml(path, ProblemCollector(path.parent))
     found = {}
     for unit in wanted:
         keypath = unit_keypath(unit)
         if doc is None:
             line, column = 1, 1
-        elif keypath in doc.value_pos and (units(doc.data).get(unit) or "").strip():
+        elif keypath in doc.value_pos:   # an empty value: where the translation goes
             line, column = doc.value_pos[keypath]
-        elif keypath in doc.key_pos:
-            line, column = doc.key_pos[keypath]
         else:
             line, column = doc.position(keypath[:-1], of_key=True)
         found[unit] = {"line": line, "column": column}
@@ -96,9 +97,11 @@ def unit_positions(path: Path, wanted: list[str]) -> dict[str, dict[str, int]]:
 
 
 def draft_summary(content: CourseContent) -> list[str]:
-    """One line per translation file of a draft locale: how many units fall back, how many are stale."""
+    """One line per translation file of a draft locale that needs work: how many units fall back,
+    how many are stale."""
     return [f"{_rel(content, state.path)}: draft translation, {len(state.missing)} units in the source language, "
-            f"{len(state.stale)} stale" for state in content.translations if state.locale in content.drafts]
+            f"{len(state.stale)} stale" for state in content.translations
+            if state.locale in content.drafts and (state.missing or state.stale)]
 
 
 def _rel(content: CourseContent, path: Path) -> str:
@@ -185,8 +188,9 @@ def _write_stamps(path: Path, stamps: dict[str, str]) -> None:
 
 
 def new_locale(content_root: Path, locale: str) -> list[Path]:
-    """Skeleton files for a new language (every unit empty, so everything starts as missing) and
-    the language added to course.yaml; no code changes."""
+    """Skeleton files for a new language (every unit empty, so everything starts as missing, but
+    the markers where the skeleton knows them) and the language added to course.yaml, as a draft;
+    no code changes."""
     content = load_content(content_root)
     if locale in content.course.locales:
         raise CoursepackError(f"{locale} is already a language of the course")
@@ -200,6 +204,8 @@ def new_locale(content_root: Path, locale: str) -> list[Path]:
             raise CoursepackError(f"{dst} already exists")
         data = yaml.load(src.read_text(encoding="utf-8"))
         _empty_leaves(data)
+        if dst.parent.name == "locales" and isinstance(data.get("pack"), CommentedMap):
+            data["pack"].update(known_markers(locale))
         out = io.StringIO()
         out.write(f"# {locale} translation of {src.name}. Fill in each value; keep the keys.\n"
                   f"# Then stamp what you translated: coursepack i18n bless {locale} --unit ID (or --all-stale).\n")
@@ -208,10 +214,21 @@ def new_locale(content_root: Path, locale: str) -> list[Path]:
     course_path = content.root / "course.yaml"
     course = yaml.load(course_path.read_text(encoding="utf-8"))
     course["locales"].append(locale)
+    if "drafts" not in course:   # a new language starts as a draft: it builds while it is half done
+        drafts = CommentedSeq()
+        drafts.fa.set_flow_style()
+        course.insert(list(course).index("locales") + 1, "drafts", drafts)
+    course["drafts"].append(locale)
     out = io.StringIO()
     yaml.dump(course, out)
     course_path.write_text(out.getvalue(), encoding="utf-8")
     return [dst for _, dst in targets] + [course_path]
+
+
+def known_markers(locale: str) -> dict[str, str]:
+    """The translation markers in the new language's own words, where the skeleton knows them."""
+    table = YAML(typ="safe").load(MARKERS.read_text(encoding="utf-8"))
+    return dict(table.get(locale) or table.get(locale.split("-")[0]) or {})
 
 
 def _empty_leaves(node: Any) -> None:

@@ -50,7 +50,7 @@ def test_stale_prose_is_marked_and_reported_but_stale_answers_block_the_release(
     edit(content_copy, ZH, "学完本课后", "学完本课以后")
     one_pack = dict(verify=False, lessons=("lesson03_relu",), locales=("en",))   # the release gate reads all content
     result = build(options_for(content_copy, **one_pack), progress=lambda _: None)
-    assert result.fallbacks == [{"file": EN, "locale": "en", "unit": "goal", "kind": "stale"}]
+    assert result.fallbacks == [{"file": EN, "locale": "en", "unit": "goal", "kind": "stale", "draft": False}]
     with zipfile.ZipFile(content_copy / "build" / "dist" / "lesson03_relu-en-exercise.zip") as archive:
         lesson = archive.read("lesson03_relu-en-exercise/lesson.md").decode()
     assert "⚠ [the translation may be out of date] After this lesson" in lesson
@@ -117,8 +117,10 @@ def test_yaml_11_words_stay_text_in_a_translation(content_copy):
 def test_third_language_end_to_end_without_code_changes(content_copy, capsys):
     root = content_copy
     assert cli(root, "new", "fr") == 0
-    assert "fr" in (root / "content" / "course.yaml").read_text()
+    course = root / "content" / "course.yaml"
+    assert "locales: [zh-CN, en, fr]\ndrafts: [fr]\n" in course.read_text()
     assert cli(root, "status", "fr") == 1
+    edit(root, "content/course.yaml", "drafts: [fr]\n", "")   # published: strict
     with pytest.raises(ContentError):           # answers and checker messages are missing
         build(options_for(root, verify=False), progress=lambda _: None)
     # Translate (here: copy from English) what a release requires, and a few prose units.

@@ -442,6 +442,50 @@ def _assemble(program):
     return code
 
 
+_QUIET = {}   # quiet_folders(), computed before the audit hook is in place (Harness.install)
+
+
+def reported_file_event(event, args, depth, own, scratch):
+    """Whether a file event of the code under check is reported, at any depth of the call stack
+    (depth: the frames between its code and the event): always, unless it is in its scratch (a
+    sandbox's) or its own file, or, through torch's, triton's or Python's code (depth > 1), a read
+    of the Python installation, /proc/self, /sys or /dev, or outside a sandbox Triton's cache and
+    the temporary folder (a compile's files)."""
+    path = args[0] if args else None
+    if isinstance(path, int) or path is None:
+        return depth <= 1
+    path = os.path.realpath(os.fsdecode(path))
+    if (scratch and _inside(path, scratch)) or path == own:
+        return False
+    if depth <= 1:
+        return True
+    folders = quiet_folders()
+    mode = str(args[1] if event == "open" and len(args) > 1 and args[1] else "r")
+    reading = event in ("os.listdir", "os.scandir") or (event == "open" and not set(mode) & set("wax+"))
+    if reading and any(_inside(path, folder) for folder in folders["read"]):
+        return False
+    return scratch is not None or not any(_inside(path, folder) for folder in folders["compile"])
+
+
+def quiet_folders():
+    """Where torch, triton and Python read their own files ("read": the Python installation's
+    prefixes, sysconfig's folders, site-packages, torch's and triton's, /proc/self, /sys, /dev),
+    and where a compile writes outside a sandbox ("compile": Triton's cache, the temporary folder)."""
+    if not _QUIET:
+        import site
+        import sysconfig
+        import tempfile
+        found = {sys.prefix, sys.base_prefix, *sysconfig.get_paths().values(), *site.getsitepackages()}
+        for name in ("torch", "triton"):
+            origin = getattr(sys.modules.get(name), "__file__", None)
+            if origin:
+                found.add(os.path.dirname(os.path.dirname(origin)))
+        read = sorted({os.path.realpath(f) for f in found if f and os.path.isdir(f)})
+        _QUIET.update(read=read + ["/proc/self", f"/proc/{os.getpid()}", "/sys", "/dev"],
+                      compile=[os.path.realpath(f) for f in (triton_cache_dir(), tempfile.gettempdir())])
+    return _QUIET
+
+
 KERNEL_FILES = (".cubin", ".ptx", ".ttir", ".ttgir", ".llir", ".amdgcn", ".hsaco", ".source", ".json.src", ".py")
 
 

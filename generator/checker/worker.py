@@ -17,12 +17,14 @@ import traceback
 from .common import GPU_FAULT_WORDS, GUARD, LESSON
 from .cases import make_inputs
 from .protocol import checksum, tensor_bytes, tensor_header
+from .sandbox import quiet_folders, reported_file_event
 
 WATCHED = {"socket.connect": "network", "socket.bind": "network", "socket.sendto": "network",
            "socket.getaddrinfo": "network", "os.kill": "signal", "os.killpg": "signal",
            "signal.pthread_kill": "signal", "os.fork": "process", "os.forkpty": "process",
            "os.posix_spawn": "process", "os.system": "process", "subprocess.Popen": "process",
-           "os.exec": "process", "open": "file", "os.remove": "file", "os.rename": "file",
+           "os.exec": "process", "open": "file", "os.listdir": "file",
+           "os.scandir": "file", "os.remove": "file", "os.rename": "file",
            "shutil.rmtree": "file", "gc.get_objects": "gc", "gc.get_referrers": "gc", "gc.get_referents": "gc",
            "ctypes.dlopen": "ctypes", "object.__setattr__": "patch", "sys.addaudithook": "audit"}
 MAX_EVENTS = 50
@@ -55,6 +57,7 @@ class Harness:
         self.tensor_snapshot = dict(vars(torch.Tensor))
         self.timer_snapshot = clock_functions(torch)
         self.own_snapshot = dict(globals())   # the checker's own names, in this worker
+        quiet_folders()   # before the hook: computing them opens files
         sys.addaudithook(self._audit)
 
     def _poisoned(self, plain):
@@ -104,7 +107,8 @@ class Harness:
         if kind is None or len(self.events) >= MAX_EVENTS:
             return
         frame, depth = sys._getframe(1), 0
-        while frame is not None and depth < 40:
+        limit = 1 << 20 if kind == "file" else 40   # a file read through helpers, at any depth, is its act
+        while frame is not None and depth < limit:
             if frame.f_code.co_filename == self.path or os.path.realpath(frame.f_code.co_filename) == self.path:
                 break
             frame, depth = frame.f_back, depth + 1
@@ -112,9 +116,9 @@ class Harness:
             return
         if frame is None:
             return
-        if kind in ("file", "process", "ctypes", "patch") and depth > 1:
+        if kind in ("process", "ctypes", "patch") and depth > 1:
             return   # torch or triton at work on the code's behalf (a compile, a cache file): not its own act
-        if kind == "file" and event == "open" and args and str(args[0]).startswith(SCRATCH or "\0"):
+        if kind == "file" and not reported_file_event(event, args, depth, self.path, SCRATCH):
             return
         self.events.append({"kind": kind, "event": event, "line": frame.f_lineno,
                             "detail": _describe(event, args)})
