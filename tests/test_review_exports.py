@@ -220,3 +220,20 @@ def test_grades_csv_has_totals_results_vetoes(book):
 def test_cell_quotes_formulas_keeps_numbers():
     assert [cell(v) for v in ("=1+1", "+x", "@SUM", "-2", "plain", 3, 2.5, None)] == \
         ["'=1+1", "'+x", "'@SUM", "'-2", "plain", "3", "2.5", ""]
+
+
+def test_roster_aliases_give_canvas_ids_and_moodle_participants(book, tmp_path):
+    roster = tmp_path / "roster.csv"
+    roster.write_text("id,name,email,locale,aliases\ns001,A,s001@uni.edu,en,4711;a_one\n"
+                      "s002,B,s002@uni.edu,en,Participant 9;5020\ns003,C,,en,Participant 10\n", encoding="utf-8")
+    out = tmp_path / "canvas.csv"
+    export(book.folder, "canvas", out, assignment="L3", roster=roster)
+    _, grades = canvas_import(out.read_text(encoding="utf-8"), {"4711": "s001", "5020": "s002"}, {"s003": "s003"})
+    assert grades["s001"]["L3"] == "9" and grades["s002"]["L3"] == "10"
+    with pytest.raises(ReviewError, match="no participant for 1 student"):
+        export(book.folder, "moodle", tmp_path / "m.csv", roster=roster)
+    roster.write_text(roster.read_text(encoding="utf-8").replace("4711;a_one", "Participant 8"), encoding="utf-8")
+    export(book.folder, "moodle", tmp_path / "m.csv", roster=roster)
+    applied = moodle_import((tmp_path / "m.csv").read_text(encoding="utf-8"), {"8": "s001", "9": "s002", "10": "s003"},
+                            10, {})
+    assert applied["s001"][0] == 9 and applied["s003"][0] is None

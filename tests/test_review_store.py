@@ -134,3 +134,22 @@ def test_regrade_keeps_manual_scores_and_lists_changed_results(tmp_path, book):
     write_regrade(fresh, "lesson03_relu", changed)
     report = (fresh / "regrade.md").read_text(encoding="utf-8")
     assert "| s002 | 3 (graded) | 1 (graded) | seed: pass -> fail |" in report
+
+
+def test_many_graders_at_once_lose_nothing(book):
+    import threading
+    errors = []
+
+    def grade(part: str, grader: str) -> None:
+        try:
+            for sid in ("s001", "s002", "s003"):
+                book.set_score(sid, part, 1, grader, 0, grader)
+        except Exception as exc:   # noqa: BLE001 - any failure is the test's
+            errors.append(exc)
+    threads = [threading.Thread(target=grade, args=(part, f"g{i}")) for i, part in enumerate(("q1", "q2", "q3",
+                                                                                                "explanation"))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == [] and len(book.scores()) == 12 and len(book.log()) == 12

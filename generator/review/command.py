@@ -39,6 +39,8 @@ def parser() -> argparse.ArgumentParser:
                                                       "ids, names and sections)")
     e.add_argument("--moodle-worksheet", type=Path, help="moodle: the grading worksheet downloaded from the "
                                                          "assignment (its participant ids)")
+    e.add_argument("--roster", type=Path, help="roster.csv (coursepack grade's): an alias of digits is the Canvas "
+                                               "user id, an alias 'Participant <n>' the Moodle participant")
     x = sub.add_parser("export-sheet", help="one row per student and manual part, to grade in a spreadsheet")
     _folder(x)
     x.add_argument("-o", "--out", type=Path, required=True)
@@ -64,7 +66,7 @@ def main(argv: list[str]) -> int:
     from generator.review import exports, sheet
     if args.action == "export":
         n = exports.export(folder, args.format, args.out, args.assignment, args.per_part, args.canvas_export,
-                           args.moodle_worksheet)
+                           args.moodle_worksheet, args.roster)
         print(f"wrote {args.out} ({args.format}, {n} row(s))")
     elif args.action == "export-sheet":
         print(f"wrote {args.out} ({sheet.export_sheet(folder, args.out)} row(s))")

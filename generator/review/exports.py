@@ -106,7 +106,10 @@ def write_grades_csv(folder: Path) -> None:
 
 # --- Canvas ----------------------------------------------------------------------------------
 
-def canvas_csv(book: Gradebook, assignment: str, per_part: bool = False, canvas_export: Path | None = None) -> str:
+def canvas_csv(book: Gradebook, assignment: str, per_part: bool = False, canvas_export: Path | None = None,
+               roster: dict[str, list[str]] | None = None) -> str:
+    """roster: each student's other ids (roster.csv's aliases); one of digits only is the Canvas
+    user id."""
     rubric = book.rubric()
     known = read_canvas_export(canvas_export) if canvas_export else {}
     if per_part:
@@ -119,7 +122,7 @@ def canvas_csv(book: Gradebook, assignment: str, per_part: bool = False, canvas_
                                                    for _, part in columns]]
     for s in standings(book):
         student = s.student
-        match = _canvas_match(known, student)
+        match = _canvas_match(known, student) or _roster_canvas(roster or {}, student["id"])
         rows.append([match.get("Student") or student["name"] or student["id"], match.get("ID", ""),
                      match.get("SIS User ID", student["id"]), match.get("SIS Login ID", ""),
                      match.get("Section", "")] + [_canvas_score(s, part) for _, part in columns])
@@ -154,6 +157,11 @@ def read_canvas_export(path: Path) -> dict[str, dict]:
     return found
 
 
+def _roster_canvas(roster: dict[str, list[str]], sid: str) -> dict:
+    found = next((alias for alias in roster.get(sid, []) if alias.isdigit()), None)
+    return {"ID": found} if found else {}
+
+
 def _canvas_match(known: dict[str, dict], student: dict) -> dict:
     for key in (student["id"], student.get("email", ""), student.get("name", "")):
         if key and key.casefold() in known:
@@ -167,10 +175,14 @@ MOODLE = ["Identifier", "Full name", "Email address", "Grade", "Maximum grade", 
           "Feedback comments"]
 
 
-def moodle_csv(book: Gradebook, worksheet: Path) -> str:
+def moodle_csv(book: Gradebook, worksheet: Path | None, roster: dict[str, list[str]] | None = None) -> str:
     """Moodle's worksheet with the grades and feedback filled in, for the students found in it (by
-    email address, then full name, then id)."""
-    participants = read_moodle_worksheet(worksheet)
+    email address, then full name, then id), or by a roster alias `Participant <n>`."""
+    participants = read_moodle_worksheet(worksheet) if worksheet else {}
+    for sid, aliases in (roster or {}).items():
+        alias = next((a for a in aliases if a.startswith("Participant ")), None)
+        if alias:
+            participants.setdefault(sid.casefold(), {"Identifier": alias})
     rubric = book.rubric()
     everyone = standings(book)
     rows, missing = [], []
@@ -186,8 +198,9 @@ def moodle_csv(book: Gradebook, worksheet: Path) -> str:
                      s.result["total"] if s.result["total"] is not None else "", rubric["max_total"],
                      _moodle_time(s.updated), _feedback_text(s)])
     if missing:
-        raise ReviewError(f"{worksheet}: no participant for {len(missing)} student(s): {', '.join(missing[:10])}"
-                          + (" ..." if len(missing) > 10 else "") + " (matched by email address, full name or id)")
+        raise ReviewError(f"{worksheet or 'the roster'}: no participant for {len(missing)} student(s): "
+                          f"{', '.join(missing[:10])}" + (" ..." if len(missing) > 10 else "")
+                          + " (matched by email address, full name or id, or a roster alias 'Participant <n>')")
     return _csv(rows, MOODLE)
 
 
@@ -262,18 +275,20 @@ def nbgrader_csv(book: Gradebook) -> str:
 
 
 def export(folder: Path, fmt: str, out: Path, assignment: str | None = None, per_part: bool = False,
-           canvas_export: Path | None = None, moodle_worksheet: Path | None = None) -> int:
+           canvas_export: Path | None = None, moodle_worksheet: Path | None = None, roster: Path | None = None) -> int:
     """Write one format to out; the number of students in it."""
     book = Gradebook(folder)
     if not book.exists():
         raise ReviewError(f"{folder}: no {book.path.name} (grade the class first: coursepack grade)")
+    aliases = _aliases(roster, book) if roster else None
     if fmt == "canvas":
-        text = canvas_csv(book, assignment or book.meta("lesson", "lesson"), per_part, canvas_export)
+        text = canvas_csv(book, assignment or book.meta("lesson", "lesson"), per_part, canvas_export, aliases)
     elif fmt == "moodle":
-        if moodle_worksheet is None:
-            raise ReviewError("--format moodle needs --moodle-worksheet FILE: the grading worksheet downloaded "
-                              "from the assignment (Moodle matches rows by its own participant ids)")
-        text = moodle_csv(book, moodle_worksheet)
+        if moodle_worksheet is None and aliases is None:
+            raise ReviewError("--format moodle needs --moodle-worksheet FILE (the grading worksheet downloaded from "
+                              "the assignment) or a --roster whose aliases hold 'Participant <n>': Moodle matches "
+                              "rows by its own participant ids")
+        text = moodle_csv(book, moodle_worksheet, aliases)
     elif fmt == "otter":
         text = otter_csv(book)
     elif fmt == "nbgrader":
@@ -282,3 +297,9 @@ def export(folder: Path, fmt: str, out: Path, assignment: str | None = None, per
         raise ReviewError(f"--format {fmt}: expected one of {', '.join(FORMATS)}")
     write_text_atomically(out, text)
     return max(0, len(list(csv.reader(io.StringIO(text)))) - 1)
+
+
+def _aliases(path: Path, book: Gradebook) -> dict[str, list[str]]:
+    """student id -> the roster's other ids for them (roster.py's reading and errors)."""
+    from generator.grade.roster import read_roster
+    return {s.id: s.aliases for s in read_roster(path, book.rubric().get("locales", []))}

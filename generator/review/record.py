@@ -18,9 +18,9 @@ def auto_entry(lesson, row, lines: list[str], modules: Path) -> dict:
     row in the instructor's language; modules: where grading keeps the checkers as modules."""
     data = row.data or {}
     submission = row.submission
-    language = lesson.languages[row.locale]
-    names = language.data.get("case_names", {})
+    names = lesson.languages[row.locale].data.get("case_names", {})
     notebook = submission is not None and submission.cell is not None
+    language = _pack_language(lesson, submission.code if submission else None) or lesson.languages[row.locale]
     template = language.data["template"]
     if notebook:   # a notebook's cell is compared without the file's `if __name__` block, as grading does
         template = language.module(modules).without_main_block(template)
@@ -33,6 +33,15 @@ def auto_entry(lesson, row, lines: list[str], modules: Path) -> dict:
             "code": submission.code if submission else None, "fill": data.get("fill"),
             "edits": list(data.get("edits_outside_blank") or []), "exercise": "\n".join(template),
             "claim": submission.claim if submission else None, "date": data.get("date", "")}
+
+
+def _pack_language(lesson, code: str | None):
+    """The language whose exercise file the code shares the most lines with (its pack's comments
+    differ by language; the row's language is the feedback's, which a roster may set)."""
+    if not code:
+        return None
+    mine = {line.strip() for line in code.splitlines()}
+    return max(lesson.languages.values(), key=lambda lang: len(mine & {t.strip() for t in lang.data["template"]}))
 
 
 def auto_json(lesson, rows, lines_of: Callable, modules: Path) -> str:
