@@ -148,6 +148,12 @@ def test_code_view_marks_fill_edits_and_removed_lines():
     assert removed_guards(auto) == ["mask = offs < n", "x = tl.load(x_ptr + offs, mask=mask)",
                                     "tl.store(y_ptr + offs, y, mask=mask)"]
     assert proposals({"vetoes": [{"id": "lucky_result"}]}, auto, words("en")) == {}   # not declared: not proposed
+    blank_line = "    tl.store(y_ptr + offs, ______, mask=mask)  # TODO: fill the blank"
+    exercise = EXERCISE.replace("    y = ______\n    tl.store(y_ptr + offs, y, mask=mask)", blank_line)
+    filled = exercise.replace("______, mask=mask)  # TODO: fill the blank", "tl.maximum(x, 0.0), mask=mask)")
+    assert removed_guards(student(1, code=filled, exercise=exercise)) == []   # the fill is no removal
+    dropped = filled.replace("tl.maximum(x, 0.0), mask=mask)", "tl.maximum(x, 0.0))")
+    assert removed_guards(student(1, code=dropped, exercise=exercise)) == [blank_line.strip()]
     assert code_lines(student(1, code=None)) == []
 
 

@@ -58,13 +58,31 @@ def _is_blank_line(template_line: str, fill: str | None, replaced: list[str]) ->
 
 
 def removed_guards(auto: dict) -> list[str]:
-    """Exercise lines with a mask or an assert that the submitted code no longer has."""
+    """Exercise lines with a mask or an assert whose code the submission no longer has (comments
+    aside; the blank's line is there when a line keeps its code around the blank)."""
     code = auto.get("code")
     if code is None:
         return []
-    mine = {line.strip() for line in code.splitlines()}
-    return [line.strip() for line in (auto.get("exercise") or "").splitlines()
-            if GUARD.search(line) and line.strip() not in mine]
+    mine = [_code(line) for line in code.splitlines()]
+    kept = set(mine)
+    gone = []
+    for line in (auto.get("exercise") or "").splitlines():
+        body = _code(line)
+        if not GUARD.search(body):
+            continue
+        if BLANK in body:
+            head, _, tail = body.partition(BLANK)
+            present = any(m.startswith(head.strip()) and m.endswith(tail.strip()) for m in mine)
+        else:
+            present = body in kept
+        if not present:
+            gone.append(line.strip())
+    return gone
+
+
+def _code(line: str) -> str:
+    """A line without its comment, stripped (a kernel's strings hold no #)."""
+    return line.split("#", 1)[0].strip()
 
 
 def proposals(rubric: dict, auto: dict, words: dict[str, str]) -> dict[str, str]:
