@@ -4,14 +4,17 @@ One PO file per content file (`course.po` for the course's UI strings, `<lesson 
 lesson's text), one entry per unit: msgctxt the unit's key, msgid the source text, msgstr the
 translation. A stale unit is `#, fuzzy` with `#| msgid` its previous source, as msgmerge marks a
 changed source. Import sets each unit's state from its entry: non-fuzzy with the current source is
-stamped current, fuzzy keeps its stamp (stale stays stale), empty stays missing. Every PO is checked
-before anything is written; an import that changes nothing writes nothing.
+stamped current, fuzzy keeps its stamp (stale stays stale; a current unit marked fuzzy turns stale),
+empty stays missing, and CJK source text copied into msgstr unchanged is saved but never stamped (a
+tool's "copy source" is not a translation). Every PO is checked before anything is written; an
+import that changes nothing writes nothing.
 """
 
 from __future__ import annotations
 
 import io
 import os
+import re
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,6 +33,7 @@ from generator.translate import _round_trip
 from generator.yamlio import CONTROL, load_yaml
 
 COURSE = "course"   # the PO file of the course's UI strings (content/locales/)
+CJK = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uf900-\ufaff\uac00-\ud7af]")
 ROLES = (("questions.", ".answer", "reference answer: only in the answer pack"),
          ("solution_note", "", "note on the solution: only in the answer pack"),
          ("hints.", "", "hint (the last level is only in the answer pack)"),
@@ -244,9 +248,12 @@ def _read_po(path: Path, locale: str, content: CourseContent, maps: tuple, probl
         old = own.get(unit) or ""
         if entry.msgstr != old.rstrip("\n"):
             changes.texts[unit] = entry.msgstr + _trailing(old if old.strip() else source[unit])
-        kind = "fuzzy" if entry.fuzzy else "current"
+        copied = entry.msgstr == entry.msgid and CJK.search(entry.msgid) is not None
+        kind = "fuzzy" if entry.fuzzy else "same as the source (not stamped)" if copied else "current"
         result.counts[kind] = result.counts.get(kind, 0) + 1
         current = stamps.get(unit) == unit_hash(source[unit])
+        if copied:   # a tool's "copy source", or a translation-memory fill: review it, then `i18n bless` it
+            continue
         if not entry.fuzzy and not current:
             changes.stamps[unit] = source[unit]
         elif entry.fuzzy and current:   # the translator says it needs work: no longer counted as translated

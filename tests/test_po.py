@@ -185,3 +185,18 @@ def test_parse_reads_what_gettext_writes():
     with pytest.raises(PoSyntaxError) as info:
         parse('msgid "a"\nmsgid_plural "b"\nmsgstr[0] ""\n')
     assert info.value.line == 2 and "plural" in info.value.message
+
+
+def test_source_text_copied_into_msgstr_is_saved_but_not_counted_as_translated(content_copy):
+    root = content_copy
+    assert main(["i18n", "new", "ja", "--content", str(root / "content")]) == 0
+    out = root / "po"
+    export(root / "content", "ja", out, ["lesson03_relu"])
+    po = polib.pofile(str(out / "lesson03_relu.po"))
+    goal, url = entry(po, "goal"), entry(po, "references.0.url")
+    goal.msgstr, url.msgstr = goal.msgid, url.msgid      # Poedit's "copy source"
+    po.save(str(out / "lesson03_relu.po"))
+    result = import_po(root / "content", "ja", [out])
+    assert result.counts["same as the source (not stamped)"] == 1 and result.counts["current"] == 1
+    (lesson,) = [f for f in status(root / "content", "ja")["files"] if f["file"].endswith("lesson03_relu/text.ja.yaml")]
+    assert [s["unit"] for s in lesson["stale"]] == ["goal"] and lesson["ok"] == 1   # the URL is the same in every language
