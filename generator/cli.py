@@ -133,15 +133,20 @@ def _grade_parser(sub) -> None:
     g.add_argument("--chunk", type=int, help="submissions per runner task (default: all in one on this machine, "
                                              "50 per Slurm array element or command)")
     g.add_argument("--timeout", type=float, help="seconds allowed for each case (default: the lesson's timeout_s)")
-    g.add_argument("--sandbox", choices=["on", "off"], default="on",
+    g.add_argument("--sandbox", choices=["on", "off", "auto"], default="on",
                    help="on (default): every submission runs in the sandbox, and grading refuses to start where "
-                        "it cannot; off: run them unconfined (every output says so)")
+                        "it cannot; off: run them unconfined (every output says so); auto (with --gradescope "
+                        "only): the sandbox where the container allows it, else the container alone, said in "
+                        "every result")
     g.add_argument("--gradescope", action="store_true",
                    help="inside a Gradescope autograder container: grade /autograder/submission in the Triton "
                         "interpreter and write /autograder/results/results.json")
     for name, default in (("submission", "/autograder/submission"), ("results", "/autograder/results/results.json"),
                           ("metadata", "/autograder/submission_metadata.json")):
         g.add_argument(f"--gradescope-{name}", type=Path, default=Path(default), help=f"(default: {default})")
+    g.add_argument("--gradescope-visibility", choices=["hidden", "after_due_date", "after_published", "visible"],
+                   default="visible", help="with --gradescope: when students see the case tests (default: visible; "
+                                           "the rubric groups' tests are always visible)")
     g.add_argument("--kit", type=Path, help="with --gradescope: a grading kit (scripts/gradescope_autograder.py) "
                                             "instead of --content and --lesson")
 
@@ -154,7 +159,7 @@ def _grade(args: argparse.Namespace) -> int:
         runner_command=args.runner_command, slurm=slurm_settings(args) if args.runner == "slurm" else None,
         jobs=args.jobs, chunk=args.chunk, timeout=args.timeout, sandbox=args.sandbox,
         gradescope_submission=args.gradescope_submission, gradescope_results=args.gradescope_results,
-        gradescope_metadata=args.gradescope_metadata, kit=args.kit)
+        gradescope_metadata=args.gradescope_metadata, gradescope_visibility=args.gradescope_visibility, kit=args.kit)
     if not args.lesson and not (args.gradescope and args.kit):
         raise CoursepackError("say which lesson: --lesson ID (or, with --gradescope, a --kit)")
     if args.gradescope:

@@ -264,7 +264,7 @@ def test_the_gradescope_autograder_zip_runs_as_gradescope_would(course, tmp_path
     sys.path.insert(0, str(REPO / "scripts"))
     from gradescope_autograder import autograder_zip
     content, lesson = course
-    data = autograder_zip(content, "lesson03_relu", "on", TIMEOUT, None)
+    data = autograder_zip(content, "lesson03_relu", "on", TIMEOUT, "en")
     root = tmp_path / "autograder"
     with zipfile.ZipFile(io.BytesIO(data)) as archive:
         names = archive.namelist()

@@ -45,7 +45,9 @@ def environment_text(language: Language, data: dict | None) -> str | None:
 
 
 def sandbox_text(language: Language, sandbox: str) -> str:
-    return language.text("sandbox_off") if sandbox == "off" else language.text("sandbox_on", how=sandbox)
+    if sandbox in ("off", "container"):   # container: rows.CONTAINER (a Gradescope container refused it)
+        return language.text("sandbox_off" if sandbox == "off" else "sandbox_container")
+    return language.text("sandbox_on", how=sandbox)
 
 
 def summary_lines(lesson: GradeLesson, row: Row, sandbox: str, markdown: bool = True) -> list[str]:

@@ -8,8 +8,15 @@ top level `score`, `execution_time` (s), `output`, `output_format`, `visibility`
 visible). The container runs /autograder/run_autograder with the student's files in
 /autograder/submission and uploads /autograder/results/results.json.
 
-Here: `score` is the automatic points; one test per rubric group carries that group's points,
-and one test per case that ran (max_score 0) shows its status and check.py's lines for it."""
+Here: `score` is the automatic points; one test per rubric group carries that group's points
+(always visible), and one test per case that ran (max_score 0) shows its status and check.py's
+lines for it, with the visibility the autograder was built with; while the cases are not
+visible, the top-level output holds no case line either.
+
+Inside a container (sandbox_in_container): `auto`, an autograder's default, grades in
+coursepack's sandbox where the container allows the user namespaces bubblewrap needs, else
+without it (Docker's default seccomp profile refuses them), and every result says so; `on`
+refuses to grade there, with a results.json that says why; `off` never uses the sandbox."""
 
 from __future__ import annotations
 
@@ -17,34 +24,64 @@ import json
 from pathlib import Path
 
 from generator.cache import write_text_atomically
-from generator.grade.feedback import note_lines, summary_lines
-from generator.grade.lesson import GradeLesson
-from generator.grade.rows import Row, sandbox_of
+from generator.grade.feedback import note_lines, reason_text, summary_lines
+from generator.grade.lesson import GradeLesson, Language
+from generator.grade.rows import CONTAINER, Row, sandbox_of
 
 SUBMISSION = Path("/autograder/submission")
 RESULTS = Path("/autograder/results/results.json")
 METADATA = Path("/autograder/submission_metadata.json")
+VISIBILITIES = ("hidden", "after_due_date", "after_published", "visible")
+SANDBOXES = ("auto", "on", "off")
 
 
 def results_json(lesson: GradeLesson, row: Row, output: list[str], sandbox: str, visibility: str = "visible") -> dict:
-    """output: what check.py shows for the row (feedback.check_lines)."""
+    """output: what check.py shows for the row (feedback.check_lines); visibility: the case tests'."""
     language = lesson.languages[row.locale]
-    rubric = lesson.spec.rubric
     head = summary_lines(lesson, row, sandbox, markdown=False) + note_lines(lesson, row, markdown=False)
     data = row.data or {}
-    names = language.data["case_names"]
-    cases = {c["id"]: c for c in data.get("cases") or []}
+    shown = output if visibility == "visible" else []
+    return {"score": row.automatic, "execution_time": round(float(data.get("seconds") or 0.0), 2),
+            "output": "\n".join(head + ([""] + shown if shown else [])),
+            "output_format": "text", "visibility": "visible", "stdout_visibility": "hidden",
+            "extra_data": {"student": row.student, "status": row.status, "flags": row.flags, "locale": row.locale,
+                           "lesson": lesson.id, "checker_sha256": lesson.checker_hash,
+                           "environment": data.get("environment"), "sandbox": sandbox_of(data, sandbox)},
+            "tests": _group_tests(lesson, row, language) + _case_tests(lesson, row, output, language, visibility)}
+
+
+def _group_tests(lesson: GradeLesson, row: Row, language: Language) -> list[dict]:
+    """One test per rubric group, visible: its points, and how many of its cases passed (or why
+    none ran)."""
+    cases = {c["id"]: c for c in (row.data or {}).get("cases") or []}
     tests = []
     for number, group in enumerate(("normal", "boundary"), start=1):
         ran = [c for c in lesson.spec.checks.cases if c.group == group
                and cases.get(c.id, {}).get("status") not in (None, "skip", "not_run")]
         passed = [c for c in ran if cases[c.id]["status"] == "pass"]
-        max_score = getattr(rubric, group)
+        said = (language.text("case_count", passed=len(passed), ran=len(ran)) if ran
+                else language.text("group_not_run", why=_why_none_ran(row, language)))
         tests.append({"name": language.text(f"group_{group}"), "number": str(number),
-                      "score": row.points[group], "max_score": max_score,
+                      "score": row.points[group], "max_score": getattr(lesson.spec.rubric, group),
                       "status": "passed" if ran and len(passed) == len(ran) else "failed",
-                      "output": language.text("case_count", passed=len(passed), ran=len(ran)),
-                      "visibility": visibility})
+                      "output": said.replace("`", ""), "visibility": "visible"})
+    return tests
+
+
+def _why_none_ran(row: Row, language: Language) -> str:
+    data = row.data
+    if data is None:
+        return reason_text(language, row.reason) if row.reason else language.text("kind_load_error")
+    if data.get("status") == "blank":
+        return language.text("kind_blank")
+    kind = (data.get("load_error") or {}).get("kind")
+    return language.text({"timeout": "kind_timeout", "crash": "kind_crash"}.get(kind, "kind_load_error"))
+
+
+def _case_tests(lesson: GradeLesson, row: Row, output: list[str], language: Language, visibility: str) -> list[dict]:
+    names = language.data["case_names"]
+    cases = {c["id"]: c for c in (row.data or {}).get("cases") or []}
+    tests = []
     for index, case in enumerate(lesson.spec.checks.cases, start=1):
         result = cases.get(case.id)
         if result is None or result["status"] in ("skip", "not_run"):
@@ -52,13 +89,30 @@ def results_json(lesson: GradeLesson, row: Row, output: list[str], sandbox: str,
         tests.append({"name": names[case.id], "number": f"{1 if case.group == 'normal' else 2}.{index}",
                       "score": 0, "max_score": 0, "status": "passed" if result["status"] == "pass" else "failed",
                       "output": "\n".join(_case_lines(output, names[case.id])), "visibility": visibility})
-    return {"score": row.automatic, "execution_time": round(float(data.get("seconds") or 0.0), 2),
-            "output": "\n".join(head + ([""] + output if output else [])),
-            "output_format": "text", "visibility": visibility, "stdout_visibility": "hidden",
-            "extra_data": {"student": row.student, "status": row.status, "flags": row.flags, "locale": row.locale,
-                           "lesson": lesson.id, "checker_sha256": lesson.checker_hash,
-                           "environment": data.get("environment"), "sandbox": sandbox_of(data, sandbox)},
-            "tests": tests}
+    return tests
+
+
+def not_graded_json(lesson: GradeLesson, locale: str, student: str, key: str, why: str, sandbox: str) -> dict:
+    """A results.json for a submission that could not be graded at all (none of its code ran):
+    key is sandbox_required or not_graded, why the tool's own words."""
+    text = lesson.languages[locale].text(key, why=why)
+    return {"score": 0, "output": text, "output_format": "text", "visibility": "visible",
+            "stdout_visibility": "hidden",
+            "extra_data": {"student": student, "status": "not graded", "locale": locale, "lesson": lesson.id,
+                           "checker_sha256": lesson.checker_hash, "sandbox": sandbox, "problem": why},
+            "tests": []}
+
+
+def sandbox_in_container(requested: str, problem: str | None) -> tuple[str, str | None]:
+    """(how the container grades: on, off or CONTAINER, why it cannot grade or None). requested: the
+    autograder's --sandbox; problem: why bubblewrap cannot run here (sandbox.sandbox_problem)."""
+    if requested not in SANDBOXES:
+        return "off", f"--sandbox {requested}: expected one of {', '.join(SANDBOXES)}"
+    if requested == "off":
+        return "off", None
+    if problem is None:
+        return "on", None
+    return ("on", problem) if requested == "on" else (CONTAINER, None)
 
 
 def _case_lines(output: list[str], name: str) -> list[str]:

@@ -19,6 +19,7 @@ from generator.grade.collect import Reason, Submission
 from generator.grade.lesson import GradeLesson
 from generator.grade.roster import Student, match
 
+CONTAINER = "container"   # graded without our sandbox in a container that refuses it (gradescope.py)
 STATUSES = ("graded", "no submission", "unreadable", "crashed", "timed out", "sandbox violation")
 FLAGS = ("edits_outside_blank", "no_triton", "claim_differs", "sandbox_events", "patched", "inputs_modified",
          "protocol", "blank", "late", "other_code", "not_in_roster", "sandbox_off")
@@ -88,7 +89,7 @@ def make_row(lesson: GradeLesson, student: Student, submission: Submission | Non
     if not in_roster:
         row.flags.append("not_in_roster")
         row.notes.append(("flag_not_in_roster", {}))
-    if sandbox == "off":
+    if sandbox in ("off", CONTAINER):
         row.flags.append("sandbox_off")
     if submission is None:
         row.status, row.reason = "no submission", ("no_submission", {})
@@ -158,7 +159,8 @@ def device_of(data: dict | None) -> str:
 
 
 def sandbox_of(data: dict | None, sandbox: str) -> str:
-    """How the code of a result ran: bubblewrap, off (--sandbox off), or "" when it did not run."""
+    """How the code of a result ran: bubblewrap, off (--sandbox off), CONTAINER (a Gradescope
+    container that refuses the sandbox), or "" when it did not run."""
     if not (data or {}).get("environment"):
         return ""
-    return data.get("sandbox") or ("off" if sandbox == "off" else "none")
+    return data.get("sandbox") or (sandbox if sandbox in ("off", CONTAINER) else "none")

@@ -23,6 +23,7 @@ from typing import Any, Callable
 from generator.archive import replace_dir
 from generator.cache import BuildCache, key, write_text_atomically
 from generator.checker.sandbox import launcher_entries, sandbox_problem
+from generator.errors import CoursepackError
 from generator.grade import gradescope as gs
 from generator.grade.answers import answers_json, attach_answers
 from generator.grade.collect import Submission, collect, read_tree, submission_of
@@ -31,9 +32,9 @@ from generator.grade.gpus import visible_gpus
 from generator.grade.gradebook import gradebook_csv
 from generator.grade.lesson import GradeError, GradeLesson, load_kit, load_lesson
 from generator.grade.pages import html_page
-from generator.grade.roster import Student, read_roster
+from generator.grade.roster import Student, match, read_roster
 from generator.grade.rubric import rubric_json
-from generator.grade.rows import Row, assign_slugs, make_row, people
+from generator.grade.rows import CONTAINER, Row, assign_slugs, make_row, people
 from generator.grade.summary import CHART, score_chart, summary_markdown
 from generator.grade.tasks import START_S, ResultStore, Unit, collect_results, harvest, plan, unit_key
 from generator.render import check_templates, jinja_env
@@ -67,6 +68,7 @@ class GradeOptions:
     gradescope_submission: Path = gs.SUBMISSION
     gradescope_results: Path = gs.RESULTS
     gradescope_metadata: Path = gs.METADATA
+    gradescope_visibility: str = "visible"   # of the case tests in results.json (the groups' stay visible)
     kit: Path | None = None             # a grading kit instead of the content (scripts/gradescope_autograder.py)
 
 
@@ -122,28 +124,63 @@ def grade(options: GradeOptions, progress: Progress = _stderr) -> GradeOutcome:
 
 def grade_in_container(options: GradeOptions, progress: Progress = _stderr) -> GradeOutcome:
     """Gradescope's container: the one submission in /autograder/submission, graded in the Triton
-    interpreter (the containers have no GPU), to /autograder/results/results.json."""
+    interpreter (the containers have no GPU), to /autograder/results/results.json. Once the lesson
+    is read, a results.json is written whatever happens: the grade, or why there is none
+    (gradescope.py says how the sandbox is chosen there)."""
     started = time.monotonic()
     lesson = load_kit(options.kit) if options.kit else load_lesson(options.content, options.lesson)
-    build = options.build or Path(os.environ.get("TMPDIR", "/tmp")) / "coursepack-grade"
+    sid, name, email = gs.submitter(options.gradescope_metadata)
+    roster = read_roster(options.roster, list(lesson.languages)) if options.roster else None
+    known = match(roster, sid, email) if roster else None
+    student = Student(known.id, name, email, known.locale) if known else Student(sid, name, email)
+    outcome = GradeOutcome([], None)
+    try:
+        _grade_one(lesson, student, options, outcome, progress)
+    except Exception as exc:   # noqa: BLE001 - the student sees why, not "the autograder failed"
+        locale = options.locale or student.locale or lesson.source_locale
+        why = str(exc) if isinstance(exc, CoursepackError) else f"{type(exc).__name__}: {exc}"
+        gs.write_results(options.gradescope_results,
+                         gs.not_graded_json(lesson, locale, student.id, "not_graded", why, options.sandbox))
+        progress(f"wrote {options.gradescope_results}: not graded: {why}")
+        if not isinstance(exc, CoursepackError):
+            raise   # a defect: its traceback for the instructor's log
+        outcome.problems = [why]
+    outcome.seconds = time.monotonic() - started
+    return outcome
+
+
+def _grade_one(lesson: GradeLesson, student: Student, options: GradeOptions, outcome: GradeOutcome,
+               progress: Progress) -> None:
     folder = options.gradescope_submission
     if not folder.is_dir():
         raise GradeError(f"{folder}: no submission folder (Gradescope puts the student's files there)")
-    sid, name, email = gs.submitter(options.gradescope_metadata)
-    submission = submission_of(sid, "gradescope", name, read_tree(folder), lesson)
-    submission.email = email
-    runner = _runner(GradeOptions(**{**options.__dict__, "runner": "interpreter"}), build, progress)
-    runner.warm_up()   # the task server imports torch while the submission is read and the probe runs
-    outcome = GradeOutcome([], None)
-    results, failures = _run(lesson, [submission], runner, options, build, outcome, progress)
-    student = Student(sid, name, email)
+    submission = submission_of(student.id, "gradescope", student.name, read_tree(folder), lesson)
+    submission.email = student.email
+    problem = None if options.sandbox == "off" else sandbox_problem()
+    how, refused = gs.sandbox_in_container(options.sandbox, problem)
+    if refused is not None:
+        locale = options.locale or student.locale or submission.locale or lesson.source_locale
+        gs.write_results(options.gradescope_results,
+                         gs.not_graded_json(lesson, locale, student.id, "sandbox_required", refused, "on"))
+        progress(f"wrote {options.gradescope_results}: not graded, the sandbox cannot run here: {refused}")
+        outcome.problems = [refused]
+        return
+    if how == CONTAINER:
+        progress(f"the sandbox cannot run in this container ({problem}): grading without it, "
+                 "in this container alone; results.json says so")
+    run_options = GradeOptions(**{**options.__dict__, "runner": "interpreter", "sandbox": "off" if how != "on" else "on"})
+    build = options.build or Path(os.environ.get("TMPDIR", "/tmp")) / "coursepack-grade"
+    build.mkdir(parents=True, exist_ok=True)   # the runner starts in it
+    runner = _runner(run_options, build, progress)
+    runner.warm_up()   # the task server imports torch while the probe runs
+    results, failures = _run(lesson, [submission], runner, run_options, build, outcome, progress)
     row = make_row(lesson, student, submission, True, results.get(id(submission)), failures.get(id(submission)),
-                   options.locale, options.sandbox)
+                   options.locale, how)
     output = check_lines(lesson, row, build / "checkers")
-    gs.write_results(options.gradescope_results, gs.results_json(lesson, row, output, options.sandbox))
+    gs.write_results(options.gradescope_results,
+                     gs.results_json(lesson, row, output, how, options.gradescope_visibility))
     progress(f"wrote {options.gradescope_results}: {row.status}, {row.automatic} automatic point(s)")
-    outcome.rows, outcome.seconds = [row], time.monotonic() - started
-    return outcome
+    outcome.rows = [row]
 
 
 def _check_out(out: Path) -> None:
