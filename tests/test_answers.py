@@ -232,3 +232,27 @@ def test_a_class_folder_keeps_each_students_documents(lesson, notebooks, tmp_pat
     (root / "ben.ipynb").write_bytes(b"{not json")
     found = {s.student: answers_of(s.documents, known) for s in collect(root, lesson)}
     assert found["ann"].parts["q1"].status == "answered" and found["ben"].count("absent") == 4
+
+
+def test_grading_writes_rubric_json_and_answers_json_for_every_row(lesson, notebooks, tmp_path):
+    from generator.grade import run
+    from generator.grade.rows import make_row, people
+    root = tmp_path / "class"
+    (root / "ann").mkdir(parents=True)
+    (root / "ann" / "lesson.ipynb").write_bytes(edited(notebooks["en", "exercise"], {"q1": "one", "q3": ""}))
+    (root / "cy").mkdir()
+    (root / "cy" / "relu.py").write_text("\n".join(lesson.languages["en"].data["template"]) + "\n")
+    rows = [make_row(lesson, student, submission, True, None, "not run here", None, "on")
+            for student, submission, _ in people(collect(root, lesson), None)]
+    out = tmp_path / "grades"
+    run._write_outputs(lesson, rows, out, tmp_path / "build", run.GradeOptions(root, lesson.id, out=out), "en")
+    rubric = json.loads((out / "rubric.json").read_text(encoding="utf-8"))
+    assert [p["id"] for p in rubric["parts"]] == ["normal", "boundary"] + MANUAL and rubric["pass_total"] == 8
+    answers = json.loads((out / "answers.json").read_text(encoding="utf-8"))
+    assert list(answers) == ["ann", "cy"]
+    assert answers["ann"]["source"] == "ann/lesson.ipynb"
+    assert {p: a["status"] for p, a in answers["ann"]["parts"].items()} == {
+        "explanation": "untouched", "q1": "answered", "q2": "untouched", "q3": "empty"}
+    assert {a["status"] for a in answers["cy"]["parts"].values()} == {"absent"} and answers["cy"]["source"] == ""
+    table = (out / "grades.csv").read_text(encoding="utf-8")
+    assert ",1 of 4," in table.splitlines()[2] and ",absent," in table.splitlines()[3]
