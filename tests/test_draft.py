@@ -98,3 +98,15 @@ def test_status_locates_missing_and_stale_units(content_copy, capsys):
     rel = "content/lessons/lesson03_relu/text.en.yaml"
     assert f"  {rel}:{q1}:3: missing  questions.q1.answer  (blocks a release)" in out
     assert f"  {rel}:{goal}:7: stale    goal: source changed" in out
+
+
+@pytest.mark.cuda
+def test_a_draft_lesson_verifies_on_the_gpu(content_copy):
+    """A draft's packs go through the same gate: answer, exercise and declared mistakes on the GPU."""
+    root = content_copy
+    assert cli(root, "i18n", "new", "ja") == 0
+    result = build(options_for(root, runner="cuda", lessons=("lesson03_relu",), locales=("ja",)), progress=print)
+    assert sorted(result.zips) == ["lesson03_relu-ja-answer.zip", "lesson03_relu-ja-exercise.zip"]
+    record = result.verification["lesson03_relu/ja"]
+    assert record["runner"] == "cuda" and record["passed"]
+    assert record["mistakes_caught"] == record["mistakes_declared"] > 0
