@@ -268,3 +268,35 @@ def test_the_container_chooses_its_sandbox():
     assert sandbox_in_container("auto", "refused") == ("container", None)
     assert sandbox_in_container("on", "refused") == ("on", "refused")
     assert sandbox_in_container("off", "refused") == ("off", None)
+
+
+def test_the_roster_gives_each_students_language_in_the_container(course, tmp_path):
+    """Built with --roster and no --locale: nothing found for s1 (roster: en) and s2 (zh-CN), each
+    told in their language; the zip's roster holds ids, aliases and languages, no names or emails."""
+    from generator.grade.lesson import save_kit
+    from generator.grade.run import GradeOptions, grade_in_container
+    content, lesson = course
+    roster = tmp_path / "roster.csv"
+    roster.write_text("id,name,email,locale,aliases\ns1,Ada,ada@x.edu,en,\ns2,Wang Fang,wang@x.edu,zh-CN,4711\n",
+                      encoding="utf-8")
+    with zipfile.ZipFile(io.BytesIO(autograder.autograder_zip(content, "lesson03_relu", "off", 4, None,
+                                                              roster=roster))) as archive:
+        shipped = archive.read("roster.csv").decode()
+        assert '--roster "$AUTOGRADER/source/roster.csv"' in archive.read("run_autograder").decode()
+    assert shipped == "id,locale,aliases\ns1,en,\ns2,zh-CN,4711\n"
+    save_kit(lesson, tmp_path / "kit.json")
+    (tmp_path / "roster-shipped.csv").write_text(shipped, encoding="utf-8")
+    said = {}
+    for sid in ("s1", "4711"):
+        folder = tmp_path / sid
+        (folder / "submission").mkdir(parents=True)
+        (folder / "meta.json").write_text(json.dumps({"users": [{"sid": sid}]}), encoding="utf-8")
+        options = GradeOptions(kit=tmp_path / "kit.json", build=tmp_path / "build", sandbox="off", jobs=1,
+                               roster=tmp_path / "roster-shipped.csv", gradescope_submission=folder / "submission",
+                               gradescope_metadata=folder / "meta.json",
+                               gradescope_results=folder / "results.json")
+        grade_in_container(options, progress=lambda line: None)
+        said[sid] = json.loads((folder / "results.json").read_text(encoding="utf-8"))
+    assert said["s1"]["extra_data"]["locale"] == "en" and "nothing was handed in" in said["s1"]["output"]
+    assert said["4711"]["extra_data"]["student"] == "s2" and said["4711"]["extra_data"]["locale"] == "zh-CN"
+    assert "没有提交任何内容" in said["4711"]["output"]

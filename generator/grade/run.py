@@ -170,10 +170,12 @@ def _grade_one(lesson: GradeLesson, student: Student, options: GradeOptions, out
                  "in this container alone; results.json says so")
     run_options = GradeOptions(**{**options.__dict__, "runner": "interpreter", "sandbox": "off" if how != "on" else "on"})
     build = options.build or Path(os.environ.get("TMPDIR", "/tmp")) / "coursepack-grade"
-    build.mkdir(parents=True, exist_ok=True)   # the runner starts in it
-    runner = _runner(run_options, build, progress)
-    runner.warm_up()   # the task server imports torch while the probe runs
-    results, failures = _run(lesson, [submission], runner, run_options, build, outcome, progress)
+    results, failures = {}, {}
+    if submission.code is not None and submission.problem is None:   # else nothing to run: no runner
+        build.mkdir(parents=True, exist_ok=True)   # the runner starts in it
+        runner = _runner(run_options, build, progress)
+        runner.warm_up()   # the task server imports torch while the probe runs
+        results, failures = _run(lesson, [submission], runner, run_options, build, outcome, progress)
     row = make_row(lesson, student, submission, True, results.get(id(submission)), failures.get(id(submission)),
                    options.locale, how)
     output = check_lines(lesson, row, build / "checkers")
