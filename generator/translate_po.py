@@ -196,8 +196,9 @@ def _check_entry(entry: Entry, source: dict[str, str], path: Path, problems: Pro
         return True
     for message in protected_problems(unit, entry.msgid, entry.msgstr):
         problems.add(path, message, unit, entry.msgstr_line)
+    first = entry.msgstr_line + (1 if "\n" in entry.msgstr else 0)   # a text of several lines starts below msgstr ""
     for offset, message in unit_problems(entry.msgstr):
-        problems.add(path, message, unit, entry.msgstr_line + offset)
+        problems.add(path, message, unit, first + offset)
     bad = CONTROL.search(entry.msgstr)
     if bad:
         problems.add(path, f"control character U+{ord(bad.group()):04X} in the translation; remove it", unit,

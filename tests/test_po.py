@@ -200,3 +200,20 @@ def test_source_text_copied_into_msgstr_is_saved_but_not_counted_as_translated(c
     assert result.counts["same as the source (not stamped)"] == 1 and result.counts["current"] == 1
     (lesson,) = [f for f in status(root / "content", "ja")["files"] if f["file"].endswith("lesson03_relu/text.ja.yaml")]
     assert [s["unit"] for s in lesson["stale"]] == ["goal"] and lesson["ok"] == 1   # the URL is the same in every language
+
+
+from hypothesis import given, settings, strategies as st   # noqa: E402
+
+TEXT = st.text(st.characters(blacklist_categories=("Cs", "Cc"), whitelist_characters="\n\t"), max_size=60)
+
+
+@settings(max_examples=200, deadline=None)
+@given(context=TEXT.filter(bool), msgid=TEXT, msgstr=TEXT)
+def test_what_dump_writes_parse_reads_back(context, msgid, msgstr):
+    from generator.po import Entry, dump
+    text = dump({"Language": "ja"}, [Entry(msgid, msgstr, context, ["a note"], ["x.yaml:1"], ["fuzzy"], msgid + "!")],
+                ["a comment"])
+    fields, _, (entry,) = parse(text)
+    assert fields == {"Language": "ja"}
+    assert (entry.msgctxt, entry.msgid, entry.msgstr, entry.previous_msgid) == (context, msgid, msgstr, msgid + "!")
+    assert polib.pofile(text)[0].msgstr == msgstr
