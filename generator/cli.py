@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import gc
 import json
-import os
 import sys
 from pathlib import Path
 
@@ -13,8 +12,9 @@ from generator.build import TEMPLATES, BuildOptions, build, clean, render_all, v
 from generator.skeleton import init_course
 from generator.errors import CoursepackError
 from generator.loader import load_content
+from generator.runners import default_jobs
 
-EXIT_OK, EXIT_ERROR, EXIT_USAGE = 0, 1, 2
+EXIT_OK, EXIT_ERROR = 0, 1
 # --slurm-OPTION: (setting it overrides, metavar, example)
 SLURM_OVERRIDES = {"partition": ("partition", "NAME", "gpu"), "account": ("account", "NAME", "cs101"),
                    "qos": ("qos", "NAME", "normal"), "time": ("time_limit", "TIME", "00:20:00"),
@@ -40,7 +40,7 @@ def _runner_args(parser: argparse.ArgumentParser, what: str = "verification", no
     parser.add_argument("--runner-command", help="for --runner command: a template with {cwd} and {cmd} or "
                                                  "{shell_cmd}, e.g. 'ssh gpu01 {shell_cmd}' or "
                                                  "'srun --gres=gpu:1 --chdir {cwd} {cmd}'")
-    parser.add_argument("-j", "--jobs", type=int, default=min(8, os.cpu_count() or 2),
+    parser.add_argument("-j", "--jobs", type=int, default=default_jobs(),
                         help=f"{what} steps run at once" + (", and processes that zip the lessons" if notebook else "")
                              + " (default: the CPU count, at most 8: %(default)s)")
     if notebook:   # verification's own
@@ -149,17 +149,41 @@ def _grade_parser(sub) -> None:
                                            "the rubric groups' tests are always visible)")
     g.add_argument("--kit", type=Path, help="with --gradescope: a grading kit (scripts/gradescope_autograder.py) "
                                             "instead of --content and --lesson")
+    _similarity_args(g)
+
+
+def _similarity_args(g) -> None:
+    from generator.grade.similarity import Settings
+    default = Settings()
+    g.add_argument("--similarity", type=_share, default=default.threshold, metavar="SHARE",
+                   help="copy detection: the share of the smaller text's fingerprints two texts must share to be "
+                        f"listed in similarity.md (default {default.threshold}; see docs/instructors.md)")
+    g.add_argument("--similarity-min-shared", type=int, default=default.min_shared, metavar="N",
+                   help=f"copy detection: fewer shared fingerprints are never a match (default {default.min_shared})")
+    g.add_argument("--compare-with", type=Path, action="append", default=[], metavar="DIR",
+                   help="an earlier term's grading folder (its similarity.json) to compare this class with "
+                        "(repeatable)")
+
+
+def _share(text: str) -> float:
+    value = float(text)
+    if not 0 < value <= 1:
+        raise argparse.ArgumentTypeError(f"{text}: a share between 0 and 1")
+    return value
 
 
 def _grade(args: argparse.Namespace) -> int:
     from generator.grade.run import GradeOptions, grade, grade_in_container
+    from generator.grade.similarity import Settings
     options = GradeOptions(
         submissions=args.submissions, lesson=args.lesson, content=args.content, templates=args.templates,
         out=args.out, build=args.cache, locale=args.locale, roster=args.roster, runner=args.runner, python=args.python,
         runner_command=args.runner_command, slurm=slurm_settings(args) if args.runner == "slurm" else None,
         jobs=args.jobs, chunk=args.chunk, timeout=args.timeout, sandbox=args.sandbox,
         gradescope_submission=args.gradescope_submission, gradescope_results=args.gradescope_results,
-        gradescope_metadata=args.gradescope_metadata, gradescope_visibility=args.gradescope_visibility, kit=args.kit)
+        gradescope_metadata=args.gradescope_metadata, gradescope_visibility=args.gradescope_visibility, kit=args.kit,
+        similarity=Settings(threshold=args.similarity, min_shared=args.similarity_min_shared),
+        compare_with=args.compare_with)
     if not args.lesson and not (args.gradescope and args.kit):
         raise CoursepackError("say which lesson: --lesson ID (or, with --gradescope, a --kit)")
     if args.gradescope:
@@ -185,7 +209,7 @@ def _options(args: argparse.Namespace, verify: bool) -> BuildOptions:
                         out=args.out if args.out is not None else args.content.resolve().parent / "build", verify=verify,
                         runner=getattr(args, "runner", "auto"), python=getattr(args, "python", None),
                         runner_command=getattr(args, "runner_command", None),
-                        jobs=getattr(args, "jobs", None) or min(8, os.cpu_count() or 2),
+                        jobs=getattr(args, "jobs", None) or default_jobs(),
                         notebook=not getattr(args, "no_notebook", False),
                         sandbox=getattr(args, "sandbox", "auto"),
                         lessons=tuple(args.lesson), locales=tuple(args.locale), draft=getattr(args, "draft", False),

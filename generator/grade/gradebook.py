@@ -6,7 +6,8 @@ Columns: student_id, name, email, lesson, locale, status; the automatic points p
 instructor (manual_<part id>: manual_explanation, manual_q1, ...), answers (how many of them have
 an answer in what the student handed in: "3 of 4"; "absent" where no answer place was handed in,
 a kernel file alone); cases_passed, cases_failed, cases_skipped,
-failed_cases (ids); flags (; separated, see generator/grade/rows.py); detail (why a row has no
+failed_cases (ids); flags (; separated, see generator/grade/rows.py); similar_to (copy detection's
+matches: `part: other score`, see generator/grade/similarity.py); detail (why a row has no
 result); graded_file, submission_sha256; device, torch, triton, python, sandbox, date;
 checker_sha256.
 
@@ -51,7 +52,8 @@ def columns(lesson: GradeLesson) -> list[str]:
     manual = [f"manual_{part.id}" for part in lesson.spec.rubric.manual] + ["answers"]
     return (["student_id", "name", "email", "lesson", "locale", "status", "points_normal", "points_boundary",
              "points_automatic"] + manual +
-            ["cases_passed", "cases_failed", "cases_skipped", "failed_cases", "flags", "detail", "graded_file",
+            ["cases_passed", "cases_failed", "cases_skipped", "failed_cases", "flags", "similar_to", "detail",
+             "graded_file",
              "submission_sha256", "device", "torch", "triton", "python", "sandbox", "date", "checker_sha256"])
 
 
@@ -82,7 +84,8 @@ def record(lesson: GradeLesson, row: Row, instructor: str, sandbox: str) -> dict
             "cases_passed": sum(1 for c in cases if c["status"] == "pass") if data else "",
             "cases_failed": len(failed) if data else "",
             "cases_skipped": sum(1 for c in cases if c["status"] == "skip") if data else "",
-            "failed_cases": " ".join(c["id"] for c in failed), "flags": ";".join(row.flags), "detail": detail,
+            "failed_cases": " ".join(c["id"] for c in failed), "flags": ";".join(row.flags),
+            "similar_to": row.similar_to, "detail": detail,
             "graded_file": submission.source if submission else "",
             "submission_sha256": submission.digest if submission else "",
             "device": device_of(data), "torch": env.get("torch", ""), "triton": env.get("triton", ""),

@@ -40,6 +40,7 @@ class Row:
     points: dict = field(default_factory=lambda: {"normal": 0, "boundary": 0})
     slug: str = ""                     # the student's id as a file name: feedback/<slug>.md
     answers: dict | None = None        # the manual parts' answers, as answers.json holds them (answers.py)
+    similar_to: str = ""               # copy detection's matches (similarity.py): evidence for the instructor
 
     @property
     def automatic(self) -> int:

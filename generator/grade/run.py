@@ -33,14 +33,16 @@ from generator.grade.gradebook import gradebook_csv
 from generator.grade.lesson import GradeError, GradeLesson, load_kit, load_lesson
 from generator.grade.pages import html_page
 from generator.grade.roster import Student, match, read_roster
-from generator.grade.rubric import rubric_json
+from generator.grade.rubric import rubric_document, rubric_json
 from generator.grade.rows import CONTAINER, Row, assign_slugs, make_row, people
+from generator.grade.similarity import Settings
+from generator.grade.similarity_pages import earlier_terms, write_similarity
 from generator.grade.summary import CHART, score_chart, summary_markdown
 from generator.grade.tasks import START_S, ResultStore, Unit, collect_results, harvest, plan, unit_key
 from generator.render import check_templates, jinja_env
 from generator.resources import TEMPLATES
 from generator.review.record import after_grading
-from generator.runners import Task, make_runner
+from generator.runners import Task, default_jobs, make_runner
 
 SUBMISSIONS_PER_PROCESS = 4
 
@@ -61,7 +63,7 @@ class GradeOptions:
     python: str | None = None
     runner_command: str | None = None
     slurm: Any = None
-    jobs: int = min(8, os.cpu_count() or 2)
+    jobs: int = field(default_factory=default_jobs)
     chunk: int | None = None            # submissions per task (default: all in one locally, 50 elsewhere)
     timeout: float | None = None        # seconds per case (default: the lesson's timeout_s)
     sandbox: str = "on"                 # "off": the documented opt-out; every output says so
@@ -70,6 +72,8 @@ class GradeOptions:
     gradescope_metadata: Path = gs.METADATA
     gradescope_visibility: str = "visible"   # of the case tests in results.json (the groups' stay visible)
     kit: Path | None = None             # a grading kit instead of the content (scripts/gradescope_autograder.py)
+    similarity: Settings = field(default_factory=Settings)   # copy detection's thresholds (similarity.py)
+    compare_with: list[Path] = field(default_factory=list)   # earlier terms' grading folders
 
 
 @dataclass
@@ -97,6 +101,7 @@ def grade(options: GradeOptions, progress: Progress = _stderr) -> GradeOutcome:
         runner.warm_up()   # the task server imports torch while the lesson and the submissions are read
     lesson = load_lesson(options.content, options.lesson)
     check_templates(jinja_env(options.templates))   # a broken page template stops grading before it runs code
+    earlier = earlier_terms(options.compare_with)    # read before any code runs: a bad folder stops here
     out = options.out or build / "grades" / lesson.id
     _check_out(out)
     locales = list(lesson.languages)
@@ -117,7 +122,7 @@ def grade(options: GradeOptions, progress: Progress = _stderr) -> GradeOutcome:
             for student, submission, in_roster in pairs]
     assign_slugs(rows)
     instructor = options.locale or lesson.source_locale
-    _write_outputs(lesson, rows, out, build, options, instructor)
+    _write_outputs(lesson, rows, out, build, options, instructor, earlier)
     outcome.rows, outcome.seconds = rows, time.monotonic() - started
     return outcome
 
@@ -351,7 +356,7 @@ def trusted_processes(jobs: int, units: int, gpus: int = 1) -> int:
 
 
 def _write_outputs(lesson: GradeLesson, rows: list[Row], out: Path, build: Path, options: GradeOptions,
-                   instructor: str) -> None:
+                   instructor: str, earlier: dict | None = None) -> None:
     """Everything in a fresh folder beside out, then swapped in for it."""
     new = out.with_name(out.name + ".new")
     if new.exists():
@@ -373,6 +378,11 @@ def _write_outputs(lesson: GradeLesson, rows: list[Row], out: Path, build: Path,
     title = language.text("summary_title", lesson=lesson.heading(instructor))
     (new / "summary.html").write_text(html_page(summary, title, instructor, options.templates, {CHART: chart}),
                                       encoding="utf-8")
+    exercises = ["\n".join(language.data["template"]) for language in lesson.languages.values()]
+    similar = write_similarity(new, rows, rubric_document(lesson), exercises, options.similarity, earlier or {},
+                               options.templates)
+    for row in rows:
+        row.similar_to = similar.get(row.student, "")
     write_text_atomically(new / "grades.csv", gradebook_csv(lesson, rows, instructor, options.sandbox))
     (new / "rubric.json").write_text(rubric_json(lesson), encoding="utf-8")      # the parts, points and vetoes
     (new / "answers.json").write_text(answers_json(rows), encoding="utf-8")      # each student's answers
