@@ -208,6 +208,36 @@ def _check_entry(entry: Entry, source: dict[str, str], path: Path, problems: Pro
 
 def _read_po(path: Path, locale: str, content: CourseContent, maps: tuple, problems: ProblemCollector,
              result: ImportResult) -> Changes | None:
+    """What one PO file asks of its translation file, or None after recording why it cannot say."""
+    header = _header(path, locale, maps, problems)
+    if header is None:
+        return None
+    pair, entries = header
+    rel = ProblemCollector(content.root.parent)
+    source = units(load_yaml(pair.source, rel).data)
+    target_doc = load_yaml(pair.target, rel) if pair.target.exists() else None
+    own = units(target_doc.data) if target_doc is not None else {}
+    stamps = (target_doc.data.get(HASHES) or {}) if target_doc is not None else {}
+    changes, seen = Changes(pair), {}
+    for entry in entries:
+        if not _check_entry(entry, source, path, problems):
+            continue
+        if entry.msgctxt in seen:
+            problems.add(path, f"a second entry for unit '{entry.msgctxt}' (the first at line {seen[entry.msgctxt]})",
+                         line=entry.line)
+            continue
+        seen[entry.msgctxt] = entry.line
+        kind = _apply(entry, source[entry.msgctxt], own.get(entry.msgctxt) or "", stamps.get(entry.msgctxt), changes)
+        if kind == "refused":
+            result.refused.append(f"{problems.rel(path)}:{entry.line}: {entry.msgctxt}: the source text changed since "
+                                  "this PO was exported; not imported (export again and translate the new text)")
+        else:
+            result.counts[kind] = result.counts.get(kind, 0) + 1
+    return changes
+
+
+def _header(path: Path, locale: str, maps: tuple, problems: ProblemCollector) -> tuple[Pair, list[Entry]] | None:
+    """The content file a PO file translates, and its entries; None after recording why not."""
     try:
         fields, header_line, entries = parse(path.read_text(encoding="utf-8"))
     except UnicodeDecodeError:
@@ -226,40 +256,26 @@ def _read_po(path: Path, locale: str, content: CourseContent, maps: tuple, probl
         problems.add(path, "which content file is this? expected an X-Coursepack-Source header or a file named "
                      f"{COURSE}.po or <lesson id>.po", line=header_line or 1)
         return None
-    source_doc = load_yaml(pair.source, ProblemCollector(content.root.parent))
-    target_doc = load_yaml(pair.target, ProblemCollector(content.root.parent)) if pair.target.exists() else None
-    source, own = units(source_doc.data), units(target_doc.data) if target_doc is not None else {}
-    stamps = (target_doc.data.get(HASHES) or {}) if target_doc is not None else {}
-    changes, seen = Changes(pair), {}
-    for entry in entries:
-        if not _check_entry(entry, source, path, problems):
-            continue
-        unit = entry.msgctxt
-        if unit in seen:
-            problems.add(path, f"a second entry for unit '{unit}' (the first at line {seen[unit]})", line=entry.line)
-            continue
-        seen[unit] = entry.line
-        if not entry.msgstr.strip():
-            result.counts["empty"] = result.counts.get("empty", 0) + 1
-            continue
-        if entry.msgid != source[unit].rstrip("\n"):
-            result.refused.append(f"{problems.rel(path)}:{entry.line}: {unit}: the source text changed since "
-                                  "this PO was exported; not imported (export again and translate the new text)")
-            continue
-        old = own.get(unit) or ""
-        if entry.msgstr != old.rstrip("\n"):
-            changes.texts[unit] = entry.msgstr + _trailing(old if old.strip() else source[unit])
-        copied = entry.msgstr == entry.msgid and CJK.search(entry.msgid) is not None
-        kind = "fuzzy" if entry.fuzzy else "same as the source (not stamped)" if copied else "current"
-        result.counts[kind] = result.counts.get(kind, 0) + 1
-        current = stamps.get(unit) == unit_hash(source[unit])
-        if copied:   # a tool's "copy source", or a translation-memory fill: review it, then `i18n bless` it
-            continue
-        if not entry.fuzzy and not current:
-            changes.stamps[unit] = source[unit]
-        elif entry.fuzzy and current:   # the translator says it needs work: no longer counted as translated
-            changes.unstamp.append(unit)
-    return changes
+    return pair, entries
+
+
+def _apply(entry: Entry, source: str, old: str, stamp: str | None, changes: Changes) -> str:
+    """Record what one valid entry asks for; the kind of entry it was (or "refused")."""
+    unit = entry.msgctxt
+    if not entry.msgstr.strip():
+        return "empty"
+    if entry.msgid != source.rstrip("\n"):
+        return "refused"
+    if entry.msgstr != old.rstrip("\n"):
+        changes.texts[unit] = entry.msgstr + _trailing(old if old.strip() else source)
+    if entry.msgstr == entry.msgid and CJK.search(entry.msgid):   # a tool's "copy source": review it, then bless it
+        return "same as the source (not stamped)"
+    current = stamp == unit_hash(source)
+    if not entry.fuzzy and not current:
+        changes.stamps[unit] = source
+    elif entry.fuzzy and current:   # the translator says it needs work: no longer counted as translated
+        changes.unstamp.append(unit)
+    return "fuzzy" if entry.fuzzy else "current"
 
 
 def _trailing(text: str) -> str:
