@@ -145,7 +145,7 @@ class _Reader:
         if "msgstr" in self.fields:
             self.finish(number)
         self.started = self.started or number
-        kind, _, rest = text[1:2], None, text[2:].strip()
+        kind, rest = text[1:2], text[2:].strip()
         if kind == ".":
             self.comments["extracted"].append(rest)
         elif kind == ":":
