@@ -20,7 +20,7 @@ from generator.yamlio import KeyPath, YamlDoc, dotted, load_yaml, read_text
 
 # Reasons the generic checker gives for a failing case; every lesson text explains each one, plus
 # the lesson's own reasons (checks.reasons in lesson.yaml, returned by its reference.classify).
-GENERIC_REASONS = ("unwritten", "wrote_past_end", "wrong_value")
+GENERIC_REASONS = ("unwritten", "wrote_past_end", "wrong_value", "read_past_end", "bf16_interpreter")
 # What a case that fails for another cause than its values shows, as a declared mistake names it.
 FAILURE_KINDS = ("error", "timeout", "crash", "fault", "wrong_shape", "wrong_dtype", "not_tensor")
 M = TypeVar("M", bound=BaseModel)
@@ -466,7 +466,7 @@ def _check_case(case: Any, index: int, inputs: dict, add: Any) -> None:
             if not NUMBER.fullmatch(item.strip()):
                 add(f"'{item}' is not a number (write nan, inf, -inf, -0.0 or a decimal number)",
                     "cases", index, "values", name)
-    for key in ("values", "layout"):
+    for key in ("values", "layout", "draw"):
         for name in getattr(case, key):
             if name not in inputs:
                 add(f"'{name}' is not one of the inputs ({', '.join(inputs)})", "cases", index, key, name)
@@ -506,6 +506,7 @@ def _check_text(text: LessonText, spec: LessonSpec, solution: SolutionSource | N
     if solution is not None:
         _same_keys(path, "code_comments", set(text.code_comments), set(solution.text_keys),
                    f"the @text markers in {spec.solution}", problems)
+
 
 def _check_rubric(spec: LessonSpec, doc: YamlDoc, problems: ProblemCollector) -> None:
     """The rubric's parts: automatic ones are the case groups, manual ones each have one answer

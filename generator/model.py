@@ -156,6 +156,7 @@ class Case(Strict):
     dims: dict[DimName, Annotated[int, Field(ge=0, le=1 << 30)]] = {}
     values: dict[Ident, list[Text] | Text] = {}   # numbers as text: checked in the loader, with its own message
     layout: dict[Ident, Layout] = {}
+    draw: dict[Ident, Draw] = {}   # per input, in place of the input's own draw in this case
     gpu_only: bool = False
 
 

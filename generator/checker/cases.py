@@ -67,6 +67,7 @@ def make_inputs(torch, case, home="cpu"):
     dims = case.get("dims") or {}
     values = case.get("values") or {}
     layouts = case.get("layout") or {}
+    draws = case.get("draw") or {}   # a case's own draw for an input, in place of the input's
     made = []
     for spec in LESSON["inputs"]:
         name = spec["name"]
@@ -80,7 +81,8 @@ def make_inputs(torch, case, home="cpu"):
             logical = torch.tensor(planted, dtype=torch.float64, device=home)
         else:
             shape = tuple(int(dims[d]) if isinstance(d, str) else int(d) for d in spec["shape"])
-            logical = _draw(torch, spec, shape, seed, home)
+            drawn = {**spec, "draw": draws[name]} if name in draws else spec
+            logical = _draw(torch, drawn, shape, seed, home)
             if planted:
                 _plant(logical, planted)
         storage, view = _layout(torch, logical.to(dtype), layouts.get(name, "contiguous"), seed)

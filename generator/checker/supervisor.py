@@ -21,7 +21,7 @@ from .protocol import Channel, ProtocolError, checksum, tensor_bytes
 from .sandbox import (SCRATCH_ROOT, add_launchers, nobody_reaches_the_gpu, sandbox_command, sandbox_staging,
                       stage_launcher_seed)
 from .static import kernels_defined
-from .verdict import judge
+from .verdict import in_interpreter, judge
 from .zygote import fork_zygote
 
 START_MARGIN_S = 120     # a worker's start: importing torch (a spawned one), CUDA, the first compile
@@ -464,6 +464,8 @@ class Supervisor:
             return status == "error"
         try:
             result = judge(_torch(), prepared.case, prepared.made, prepared.expected, prepared.scale, header, payload)
+            if not self.factory.setup["use_gpu"]:
+                result = in_interpreter(result, self.target.text)
         except ProtocolError as exc:
             self.seen["protocol"].append(str(exc))
             self.results[case_id] = {"status": "crash", "code": "protocol", "stderr": str(exc)}

@@ -1,5 +1,6 @@
 """A case's verdict from the data a worker handed back: shape, dtype, stray writes, values compared
 with the trusted reference, and the most telling reason. Runs only in the trusted process."""
+import ast
 import inspect
 
 from .common import LESSON
@@ -126,24 +127,83 @@ def _takes_views(fn):
 
 
 def classify(torch, inputs, expected, got, bad, views=None):
-    """The most telling reason among the differing elements: poison left behind first, then the
-    lesson's own classifier, then a plain wrong value. views: a function giving storage_views,
-    called only for a lesson classify that takes them."""
+    """The most telling reason among the differing elements: the lesson's own classifier first
+    (its hypotheses reproduce values, poison included: a store at the wrong addresses leaves
+    poison too), then poison left behind, then a read past the end of an input, then a plain wrong
+    value. views: a function giving storage_views, called only for a lesson classify that takes
+    them. A lesson classify that returns "wrong_value" has ruled the other reasons out."""
+    reason = _lesson_reason(inputs, expected, got, bad, views)
+    if reason is not None:
+        return reason
     poison = float(LESSON["poison"])
     if bool(((got == poison) & (expected != poison) & bad).any()):
         return "unwritten"
-    lesson_classify = reference_namespace().get("classify")
-    if lesson_classify is not None:
-        try:
-            if views is not None and _takes_views(lesson_classify):
-                reason = lesson_classify(inputs, expected, got, bad, views())
-            else:
-                reason = lesson_classify(inputs, expected, got, bad)
-        except Exception:   # the lesson's own code (a GPU case's tensors on another device...):
-            reason = None   # the generic reason; a mistake that declares another shows the bug
-        if reason in LESSON["lesson_reasons"]:
-            return reason
+    if read_past_end(torch, inputs, expected, got, bad):
+        return "read_past_end"
     return "wrong_value"
+
+
+# Generic reasons a lesson's classify may give itself: a read past the end that its own hypothesis
+# reproduces, or the plain reason where it knows the generic test for such a read would be wrong.
+LESSON_MAY_GIVE = ("read_past_end", "wrong_value")
+
+
+def _lesson_reason(inputs, expected, got, bad, views):
+    lesson_classify = reference_namespace().get("classify")
+    if lesson_classify is None:
+        return None
+    try:
+        if views is not None and _takes_views(lesson_classify):
+            reason = lesson_classify(inputs, expected, got, bad, views())
+        else:
+            reason = lesson_classify(inputs, expected, got, bad)
+    except Exception:   # the lesson's own code (a GPU case's tensors on another device...):
+        return None     # the generic reasons; a mistake that declares another shows the bug
+    return reason if reason in LESSON["lesson_reasons"] or reason in LESSON_MAY_GIVE else None
+
+
+def read_past_end(torch, inputs, expected, got, bad):
+    """Whether the output holds NaN where the right result has none while no input holds NaN or an
+    infinity: arithmetic on finite inputs of these lessons makes no NaN, and every input reaches
+    the kernel inside guard bands of NaN (a GPU-only case's large inputs excepted), so such a NaN
+    was read from outside an input."""
+    if not bool((bad & torch.isnan(got) & ~torch.isnan(expected)).any()):
+        return False
+    tensors = [value for value in inputs.values() if hasattr(value, "shape")]
+    return all(bool(torch.isfinite(value).all()) for value in tensors)
+
+
+# Reasons that come from values; in the interpreter, code that makes bfloat16 gets another.
+VALUE_REASONS = ("wrong_value", "read_past_end")
+
+
+def in_interpreter(result, text):
+    """A failing case's result as the interpreter's check gives it: when the code under check makes
+    bfloat16 values itself, a reason from its values becomes bf16_interpreter (the interpreter
+    computes bfloat16 wrongly, see skip_reason: those values say nothing; a GPU must judge them).
+    The case still fails: the text read here can only change what the student is told."""
+    reason = result.get("reason")
+    if result.get("status") == "fail" and (reason in VALUE_REASONS or reason in LESSON["lesson_reasons"]) \
+            and makes_bfloat16(text):
+        return dict(result, reason="bf16_interpreter")
+    return result
+
+
+def makes_bfloat16(text):
+    """Whether the code passes bfloat16 to a call (`.to(tl.bfloat16)`, `dtype=torch.bfloat16`,
+    `"bf16"`): a conversion or an allocation, not a comparison such as `x.dtype in (..., torch.bfloat16)`."""
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError):
+        return False
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            for arg in list(node.args) + [keyword.value for keyword in node.keywords]:
+                if isinstance(arg, ast.Attribute) and arg.attr == "bfloat16":
+                    return True
+                if isinstance(arg, ast.Constant) and arg.value in ("bf16", "bfloat16"):
+                    return True
+    return False
 
 
 def fmt(value):

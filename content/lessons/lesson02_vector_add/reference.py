@@ -12,8 +12,8 @@ def classify(inputs, expected, got, bad, views=None):
 
     views: name -> (the input's whole storage, flat, in float64; its strides; its storage offset).
     A reason is given only when one of its hypotheses reproduces the wrong values: got equals what
-    the hypothesis computes on at least three quarters of the elements where either differs from
-    x + y."""
+    the hypothesis computes, where that differs from x + y, on at least three quarters of the
+    elements where either differs from x + y."""
     x, y = inputs["x"], inputs["y"]
     if x is None or y is None or not got.numel():
         return None
@@ -55,10 +55,12 @@ def _both(a, b):
 
 def _reproduces(value, known, expected, got, bad):
     """At least three quarters of the elements where got or value differs from expected have
-    got == value (up to the rounding of a 16-bit dtype: enough to tell operations apart)."""
-    scope = bad | (known & ~_close(value, expected))
+    got == value (up to the rounding of a 16-bit dtype: enough to tell operations apart) where
+    value differs from expected: a hypothesis explains nothing where it computes the right sum."""
+    differs = known & ~_close(value, expected)
+    scope = bad | differs
     total = int(scope.sum())
-    return total > 0 and 4 * int((scope & known & _close(got, value)).sum()) >= 3 * total
+    return total > 0 and 4 * int((differs & _close(got, value)).sum()) >= 3 * total
 
 
 def _close(a, b):

@@ -1,4 +1,6 @@
 """What lesson 3's kernel computes, in torch, and how to tell its typical mistakes apart."""
+import math
+
 import torch
 
 
@@ -27,8 +29,8 @@ def classify(inputs, expected, got, bad):
         "negatives_flipped": [x.abs()],
         # Everything multiplied by 0 (0 * inf is NaN), or zeros stored.
         "positives_zeroed": [0.0 * x, zero],
-        # Right but for the infinities (x * (x > 0): -inf * 0 is NaN).
-        "inf_wrong": [torch.where(torch.isinf(x), got, expected)],
+        # Right but for -inf, which became NaN (x * (x > 0), or x * 0 for the negatives: -inf * 0).
+        "inf_wrong": [torch.where(x == -math.inf, math.nan, expected)],
     }
     best, best_hits = None, 0
     for reason, values in hypotheses.items():
