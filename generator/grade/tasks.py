@@ -5,7 +5,13 @@ elements of one Slurm job array), and harvesting the results they leave.
 
 A job writes each unit's result to results/<unit>.json as soon as it has it, so a run that was
 killed (the instructor's Ctrl-C, a node that died) keeps what it finished: harvest() moves those
-results into the store before anything else runs, and only the rest is planned again."""
+results into the store before anything else runs, and only the rest is planned again.
+
+A result is cached only when nothing could have damaged it: never one whose submission tried to
+get out of its worker (a sandbox event: a file, process, signal, network ... attempt, or frames
+the trusted side refused), nor one that ran at the same time as such a submission (a neighbour's
+trace: whatever it did to the machine, this result may show). Those serve this run only
+(ResultStore.hold) and are run again the next time."""
 
 from __future__ import annotations
 
@@ -43,35 +49,84 @@ def unit_key(code: str, cell: int | None, checker_hash: str, runner: str, timeou
 
 
 class ResultStore(Store):
-    """Results by unit key, under build/cache/grade/ (each an atomic JSON file)."""
+    """Results by unit key, under build/cache/grade/ (each an atomic JSON file), and this run's
+    results that are not cached (held in memory, for this run only)."""
+
+    def __init__(self, folder: Path):
+        super().__init__(folder)
+        self.held: dict[str, dict] = {}
+
+    def hold(self, key: str, value: dict) -> None:
+        self.held[key] = value
 
     def data(self, key: str) -> dict | None:
-        found = self.get(key)
+        found = self.held.get(key) or self.get(key)
         return found["data"] if isinstance(found, dict) and isinstance(found.get("data"), dict) else None
+
+
+def tried_escape(data: dict) -> bool:
+    """The submission tried to act outside its worker, or sent frames the trusted side refused."""
+    flags = data.get("flags") if isinstance(data.get("flags"), dict) else {}
+    return bool(flags.get("events") or flags.get("protocol"))
+
+
+def _clock(data: dict) -> tuple[float, float] | None:
+    clock = data.get("clock")
+    if isinstance(clock, list) and len(clock) == 2 and all(isinstance(t, (int, float)) for t in clock):
+        return float(clock[0]), float(clock[1])
+    return None
+
+
+def uncacheable(results: dict[str, dict]) -> set[str]:
+    """The keys of the results (key -> data, one run's) not to cache: those that tried to escape,
+    and those whose run overlapped one of them in time (a result without its clock counts as
+    overlapping)."""
+    escaped = {key for key, data in results.items() if tried_escape(data)}
+    spans = [_clock(results[key]) for key in escaped]
+    found = set(escaped)
+    for key, data in results.items():
+        mine = _clock(data)
+        if key not in found and any(mine is None or span is None or (mine[0] < span[1] and span[0] < mine[1])
+                                    for span in spans):
+            found.add(key)
+    return found
 
 
 def harvest(folder: Path, store: ResultStore) -> int:
     """Move the unit results a run that did not finish left in its job folders into the store;
-    how many were not there yet."""
+    how many were not there yet. Those not to cache are dropped: this run runs them again."""
     tasks = sorted(folder.glob("task-*")) if folder.exists() else []
-    return sum(len(harvest_one(task_dir, store)[0]) for task_dir in tasks)
+    found = {key: value for task_dir in tasks for key, value in _results_in(task_dir).items()}
+    return len(harvest_one(found, store, uncacheable({k: v["data"] for k, v in found.items()}), keep=False)[0])
 
 
-def harvest_one(task_dir: Path, store: ResultStore) -> tuple[list[str], dict[str, str]]:
-    """The unit results of one job folder into the store: (keys stored, {key: the checker's own
-    error}). A unit the checker itself broke on is not stored: a later run tries it again."""
-    stored, broken = [], {}
+def _results_in(task_dir: Path) -> dict[str, dict]:
+    """The unit results a job folder holds, by key (well-formed ones only)."""
+    found = {}
     for path in sorted((task_dir / "results").glob("*.json")):
-        if store.data(path.stem) is not None:
+        value = read_json(path)
+        if isinstance(value, dict) and isinstance(value.get("data"), dict) and value.get("id") == path.stem:
+            found[path.stem] = value
+    return found
+
+
+def harvest_one(found: dict[str, dict], store: ResultStore, uncached: set[str],
+                keep: bool = True) -> tuple[list[str], dict[str, str]]:
+    """Unit results (key -> result) into the store: (keys stored, {key: the checker's own error}).
+    A unit the checker itself broke on is not stored: a later run tries it again. Those in
+    `uncached` are held for this run (keep) or dropped, never stored."""
+    stored, broken = [], {}
+    for key, value in found.items():
+        if store.data(key) is not None:
             continue
-        found = read_json(path)
-        if not (isinstance(found, dict) and isinstance(found.get("data"), dict) and found.get("id") == path.stem):
-            continue
-        if found["data"].get("status") == "checker_error":
-            broken[path.stem] = "the checker broke: " + str(found["data"].get("error", ""))[-300:]
+        if value["data"].get("status") == "checker_error":
+            broken[key] = "the checker broke: " + str(value["data"].get("error", ""))[-300:]
+        elif key in uncached:
+            if keep:
+                store.hold(key, value)
         else:
-            store.put(path.stem, found)
-            stored.append(path.stem)
+            store.put(key, value)
+            stored.append(key)
     return stored, broken
 
 
@@ -136,9 +191,10 @@ class Finished:
 
 
 def collect_results(chunks: list[Chunk], results: list[TaskResult], store: ResultStore) -> Finished:
-    refused, missing, tasks, broken = [], {}, [], {}
-    for chunk in chunks:   # every folder first: a unit's result may lie in another job's (share)
-        broken.update(harvest_one(chunk.task.folder, store)[1])
+    refused, missing, tasks = [], {}, []
+    # every folder first: a unit's result may lie in another job's (share), its neighbours in any
+    found = {key: value for chunk in chunks for key, value in _results_in(chunk.task.folder).items()}
+    broken = harvest_one(found, store, uncacheable({k: v["data"] for k, v in found.items()}))[1]
     for chunk, result in zip(chunks, results):
         folder = chunk.task.folder
         summary = read_json(folder / "result.json") or {}
