@@ -5,12 +5,14 @@ address only), compared in constant time; posts also carry it in a header, so an
 post through the grader's browser. Pages are rendered on the server from the gradebook; the one
 script (static/review.js, the only script the Content-Security-Policy allows) saves a score or a
 veto and moves on with the keyboard. A save is committed before the answer says "saved"; one made
-from a stale version answers 409 with what is there now."""
+from a stale version answers 409 with what is there now. grades.csv and the student's feedback
+page are rewritten right after the answer is sent."""
 
 from __future__ import annotations
 
 import hmac
 import random
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -122,6 +124,7 @@ class View:
 
     def __init__(self, book: Gradebook, settings: Settings):
         self.book, self.settings = book, settings
+        self.writing = threading.Lock()
 
     # --- shared ------------------------------------------------------------------------------
 
@@ -237,6 +240,12 @@ class View:
         except (ReviewError, ValueError, TypeError) as exc:
             return make_response(jsonify({"error": str(exc)}), 400)
         sid = self.sid(data.get("at"))
-        write_grades_csv(self.book.folder)
-        write_student_feedback(self.book, sid)
-        return jsonify({"ok": True, "version": saved.version})
+        response = jsonify({"ok": True, "version": saved.version})
+        response.call_on_close(lambda: self.rewrite(sid))   # once the answer is sent: the save is committed
+        return response
+
+    def rewrite(self, sid: str) -> None:
+        """grades.csv and the student's feedback page, one save at a time (they share files)."""
+        with self.writing:
+            write_grades_csv(self.book.folder)
+            write_student_feedback(self.book, sid)
