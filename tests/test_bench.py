@@ -1,11 +1,15 @@
 """Smoke tests of the benchmarks (bench/build_bench.py, bench/check_bench.py): a benchmark that can rot silently needs one.
-It asserts that the synthetic course builds and that numbers are printed, never a time."""
+It asserts that the synthetic course builds and that numbers are printed, never a time. Then
+`check.py --bench`'s own timing and its refusals (the GPU side in tests/test_gpu.py)."""
 
 import re
 import subprocess
 import sys
+from pathlib import Path
 
-from tests.conftest import REPO
+import pytest
+
+from tests.conftest import REPO, options_for, small_lesson_copy, unzip
 
 ROW = re.compile(r"^\s*1\s+4(\s+\d+\.\d+){3}\s+\d+\s+\d+\s+\d+\.\d+\s+\d+\.\d+\s*$", re.M)
 
@@ -92,3 +96,65 @@ def test_similarity_bench_smoke_prints_recall_and_false_positives():
     assert result.returncode == 0, result.stdout + result.stderr
     assert re.search(r"^students 30  answers 90  planted \d+  found \d+  recall \d\.\d{3}  false positives \d+  "
                      r"seconds \d+\.\d+$", result.stdout, re.M), result.stdout
+
+
+# --- check.py --bench: the trusted side's own timing and its refusals (generator/checker/bench.py) ---
+
+def test_rows_beyond_the_device_copy_or_cublas_are_refused():
+    """A row's GB/s past the device copy's (10 % headroom) or TFLOP/s past cuBLAS's (25 %) cannot
+    come from a kernel: refused by name; plausible rows, and rows without numbers, are not."""
+    from generator.checker.bench import refused_rows
+    ceiling = {"copy_gbps": 4000.0, "tflops": 800.0}
+    result = {"tables": {
+        "blocks": [{"name": "device copy", "gbps": 4100.0}, {"name": "relu.py, BLOCK=1024", "gbps": 4399.0},
+                   {"name": "memoized", "gbps": 56000.0}, {"name": "no number", "gbps": "fast"}],
+        "matmul": [{"name": "cuBLAS", "tflops": 790.0}, {"name": "forged", "tflops": 1001.0}], "bad": "x"}}
+    refused = refused_rows(result, ceiling)
+    assert refused == ["memoized (56000 GB/s)", "forged (1001 TFLOP/s)"]
+    assert refused_rows({"tables": None}, ceiling) == []
+
+
+@pytest.fixture(scope="module")
+def bench_pack(tmp_path_factory) -> Path:
+    """Lesson 3's exercise pack with five of its cases (as the adversarial corpus has), built without
+    verification."""
+    from generator.build import build
+    root = tmp_path_factory.mktemp("bench")
+    small_lesson_copy(root, ["seed", "tail_257", "random_f16", "empty", "special_f32"])
+    build(options_for(root, verify=False, lessons=("lesson03_relu",), locales=("en",)), progress=lambda _: None)
+    unzip(root / "build" / "dist" / "lesson03_relu-en-exercise.zip", root / "packs")
+    return root / "packs" / "lesson03_relu-en-exercise"
+
+
+def corpus_file(name: str, into: Path) -> Path:
+    """An adversarial file as the corpus runs it (tests/adversarial/_kernel.py above it)."""
+    corpus = REPO / "tests" / "adversarial"
+    path = into / "relu.py"
+    path.write_text((corpus / "_kernel.py").read_text(encoding="utf-8") + "\n\n"
+                    + (corpus / name).read_text(encoding="utf-8"), encoding="utf-8")
+    return path
+
+
+def bench_check(pack: Path, kernel: Path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, str(pack / "check.py"), str(kernel), "--bench", *args], cwd=kernel.parent,
+                          capture_output=True, text=True, timeout=900)
+
+
+def test_check_bench_times_the_kernel_itself_in_the_interpreter(bench_pack, tmp_path):
+    """`--bench --interpreter`: the lesson's bench.py smoke run, then check.py's own timing of the
+    entry (memory it owns, new inputs each round, outputs read back here), labelled as no GPU
+    measurement."""
+    result = bench_check(bench_pack, corpus_file("tm_side_stream.py", tmp_path), "--interpreter")
+    assert result.returncode == 0, result.stdout + result.stderr
+    line = next(line for line in result.stdout.splitlines() if line.startswith("timed by check.py itself"))
+    assert re.search(r"\d+\.\d{3} ms per call, \d+ GB/s \(- of the device copy\), 4096 elements; 2 rounds of 2 calls",
+                     line), line
+    assert "not a GPU measurement" in result.stdout and "Traceback" not in result.stderr
+
+
+def test_check_bench_refuses_a_kernel_that_memoizes_by_input_address(bench_pack, tmp_path):
+    """The same buffers, new numbers in each round: outputs kept by address are wrong, and check.py
+    gives no time (exit status 1)."""
+    result = bench_check(bench_pack, corpus_file("tm_memo_by_pointer.py", tmp_path), "--interpreter")
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "its outputs were wrong there" in result.stdout and "timed by check.py itself" not in result.stdout

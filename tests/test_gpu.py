@@ -118,3 +118,66 @@ def test_cuda_context_bench_smoke():
         assert result.returncode == 0, result.stdout + result.stderr
         assert re.search(r" n=  2  \d+ lives in \d+\.\d+ s -> \d+\.\d+ contexts/s  \(to a context", result.stdout), \
             result.stdout
+
+
+# --- check.py --bench on the GPU: the trusted side's timing and refusals (generator/checker/bench.py) ---
+
+@pytest.fixture(scope="module")
+def bench_gpu_pack(tmp_path_factory):
+    """Lesson 3's exercise pack (English), built without verification."""
+    root = tmp_path_factory.mktemp("gpu-bench")
+    shutil.copytree(REPO / "content", root / "content")
+    shutil.copytree(REPO / "templates", root / "templates")
+    build(options_for(root, verify=False, lessons=("lesson03_relu",), locales=("en",)), progress=lambda _: None)
+    return unzip(root / "build" / "dist" / "lesson03_relu-en-exercise.zip", root / "unzipped")
+
+
+def gpu_bench(pack, name, tmp_path, body=None):
+    """`python check.py FILE --bench` on a corpus file (tests/adversarial/_kernel.py above it, or
+    body in its place), the lesson's bench.py at 2^26 elements; the output is kept in BENCH_LOG
+    when that is set."""
+    import os
+    import subprocess
+    corpus = REPO / "tests" / "adversarial"
+    path = tmp_path / "relu.py"
+    path.write_text((corpus / "_kernel.py").read_text(encoding="utf-8") + "\n\n"
+                    + (body or (corpus / name).read_text(encoding="utf-8")), encoding="utf-8")
+    result = subprocess.run([sys.executable, str(pack / "check.py"), str(path), "--bench"], cwd=tmp_path,
+                            capture_output=True, text=True, timeout=600,
+                            env=dict(os.environ, COURSEPACK_BENCH_LOG2="26"))
+    if os.environ.get("BENCH_LOG"):
+        with open(os.environ["BENCH_LOG"], "a", encoding="utf-8") as log:
+            log.write(f"\n=== check.py --bench with {name} (exit {result.returncode})\n"
+                      + result.stdout + result.stderr[-3000:])
+    return result
+
+
+def test_check_bench_times_an_honest_kernel_itself(bench_gpu_pack, tmp_path):
+    """The right kernel: no row refused, and check.py's own time is plausible (at most the device
+    copy's bandwidth, at least a tenth of it)."""
+    import re
+    result = gpu_bench(bench_gpu_pack, "the right kernel", tmp_path, body="def relu(x, BLOCK=1024):\n"
+                                                                           "    return right(x, BLOCK)\n")
+    assert result.returncode == 0, result.stdout + result.stderr[-3000:]
+    assert "refused" not in result.stdout
+    found = re.search(r"timed by check\.py itself: [\d.]+ ms per call, \d+ GB/s \(([\d.]+) of the device copy\)",
+                      result.stdout)
+    assert found and 0.1 <= float(found.group(1)) <= 1.10, result.stdout
+
+
+@pytest.mark.parametrize("name", ["tm_memo_by_pointer.py", "tm_side_stream.py", "tm_bench_json.py"])
+def test_check_bench_refuses_impossible_numbers(bench_gpu_pack, tmp_path, name):
+    """Issue 36 §7: a kernel that memoizes by input address, one that works on a side stream, one
+    that writes the bench's JSON itself. bench.py's rows (timed in the kernel file's own process)
+    faster than the device copy are refused; check.py's own timing gives the memo no time at all
+    (its outputs on new inputs are wrong), and the side stream an honest one."""
+    import re
+    result = gpu_bench(bench_gpu_pack, name, tmp_path)
+    assert result.returncode == 1, result.stdout + result.stderr[-3000:]
+    assert "refused: " in result.stdout, result.stdout
+    if name == "tm_memo_by_pointer.py":
+        assert "its outputs were wrong there" in result.stdout, result.stdout
+    else:
+        found = re.search(r"timed by check\.py itself: [\d.]+ ms per call, \d+ GB/s \(([\d.]+) of the device copy\)",
+                          result.stdout)
+        assert found and float(found.group(1)) <= 1.10, result.stdout

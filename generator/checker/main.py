@@ -19,7 +19,7 @@ from pathlib import Path
 
 from .common import EXIT_FAIL, EXIT_PASS, EXIT_UNRUNNABLE, HERE, LESSON, msg
 from .environment import missing_packages, platform_message, prepare
-from .bench import print_tables
+from .bench import bench_after_check
 from .present import Evaluation, json_result, render_report, write_submission
 from .protocol import Channel
 from .sandbox import sandbox_problem, triton_cache_dir
@@ -182,37 +182,8 @@ def check(args, out=print, display=None):
         code = {"pass": EXIT_PASS, "fail": EXIT_FAIL}.get(status, EXIT_UNRUNNABLE)
         if args.bench and not args.json:
             no_gpu = ev.env is not None and ev.env.get("interpreter") and not args.interpreter
-            code = bench_after_check(target, status, out, no_gpu)
+            code = bench_after_check(target, status, out, no_gpu, session, args.timeout)
         return code
-
-
-def bench_after_check(target, status, out, no_gpu=False):
-    """--bench: time only a kernel that passed its cases, with the lesson's own bench.py, in a
-    process of its own; its tables come back as JSON and are printed here."""
-    if status != "pass":
-        out(msg("bench_after_failures" if status == "fail" else "bench_not_run"))
-        return EXIT_FAIL if status == "fail" else EXIT_UNRUNNABLE
-    if not LESSON.get("bench"):
-        out(msg("bench_none"))
-        return EXIT_UNRUNNABLE
-    if no_gpu:   # the cases ran in the interpreter because torch sees no GPU: bench.py would say so
-        out(msg("bench_needs_gpu"))
-        return EXIT_UNRUNNABLE
-    out("")
-    with tempfile.TemporaryDirectory(prefix="coursepack-bench-") as folder:
-        report = Path(folder) / "bench.json"
-        done = subprocess.run([sys.executable, str(HERE / LESSON["bench"]), "--kernel", str(target.path),
-                               "--json", str(report)], capture_output=True, text=True)
-        try:
-            result = json.loads(report.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            out(done.stdout.strip()[-2000:] + done.stderr.strip()[-2000:])
-            return EXIT_UNRUNNABLE
-    print_tables(result, out)
-    if result.get("timers_replaced"):
-        out(msg("bench_timers_replaced", names=", ".join(map(str, result["timers_replaced"]))))
-        return EXIT_FAIL
-    return EXIT_PASS if all((result.get("checks") or {}).values()) else EXIT_FAIL
 
 
 def check_unit(unit, timeout, session):

@@ -21,6 +21,7 @@ from .protocol import Channel, ProtocolError, checksum, tensor_bytes
 from .sandbox import (SCRATCH_ROOT, add_launchers, nobody_reaches_the_gpu, sandbox_command, sandbox_staging,
                       stage_launcher_seed)
 from .static import kernels_defined
+from .memory import offer_descriptors, share_case
 from .verdict import in_interpreter, judge
 from .zygote import fork_zygote
 
@@ -68,6 +69,9 @@ class Worker:
         self.channel, self.kill = channel, kill
         self.frames, self.max_payload = queue.Queue(), 0
         self.err, self.exit_code, self.ended = bytearray(), None, threading.Event()
+        # from a factory: its data socket, the socket for region descriptors, stop and resume
+        self.sock = self.descriptors = self.freeze = self.resume = None
+        self.stopped, self.stop_answer = threading.Event(), False
         threading.Thread(target=self._read, daemon=True).start()
         threading.Thread(target=self._drain, args=(err_stream,), daemon=True).start()
 
@@ -176,6 +180,10 @@ class Factory:
                 worker = self.workers.get(message["id"])
                 if worker is not None:
                     worker.exit_code = message["exit"]
+            elif "stopped" in message and message.get("id") in self.workers:
+                worker = self.workers[message["id"]]
+                worker.stop_answer = message["stopped"] is True
+                worker.stopped.set()
         self.dead = True
         getattr(self, "ready", threading.Event()).set()
         for worker in list(self.workers.values()):
@@ -219,8 +227,25 @@ class Factory:
             except OSError:
                 pass
         worker = Worker(channel, os.fdopen(err_read, "rb", buffering=0), kill)
+        worker.sock = data_ours
+        worker.freeze = lambda: self._freeze(worker_id, worker)
+        worker.resume = lambda: self._tell({"resume": worker_id})
         self.workers[worker_id] = worker
         return worker
+
+    def _freeze(self, worker_id, worker, timeout=10):
+        """Stop the worker and its group (its factory confirms every thread stopped): True when
+        nothing of it runs while the trusted side reads the memory it shares."""
+        worker.stopped.clear()
+        return self._tell({"stop": worker_id}) and worker.stopped.wait(timeout) and worker.stop_answer
+
+    def _tell(self, message):
+        try:
+            self.ctl.send(json.dumps(message).encode())
+            return True
+        except OSError:
+            return False
+
 
     def _spawn(self):
         env = dict(os.environ, COURSEPACK_INTERPRETER="" if self.setup["use_gpu"] else "1")
@@ -391,6 +416,16 @@ class Supervisor:
         finally:
             worker.kill()
 
+    def load_worker(self):
+        """A worker with the code under check loaded, for timing it (bench.py); None when it did
+        not load (load_error says why)."""
+        worker = (self.take or self.factory.start)()
+        if worker is not None and self._load(worker):
+            return worker
+        if worker is not None:
+            worker.kill()
+        return None
+
     def _load(self, worker):
         asked = time.monotonic()
         deadline = asked + self.timeout + self.start_margin
@@ -405,6 +440,7 @@ class Supervisor:
             return False
         self.timing["children"] += 1
         self._add_time(header, "startup_s", "startup_cpu_s", "isolated_s")
+        worker.descriptors = offer_descriptors(worker.sock)   # before anything else on the data socket
         load = {"path": str(self.target.path), "source": None}
         if self.sandboxed:
             load = {"path": f"{SCRATCH_ROOT}/{LESSON['module']}", "source": self.target.text}
@@ -435,11 +471,23 @@ class Supervisor:
         return False
 
     def _case(self, worker, case_id):
-        """Run one case in this worker; False when the worker must not be used again."""
+        """Run one case in this worker; False when the worker must not be used again. Where the
+        worker maps memory of this process, the case's inputs and output area lie there, and
+        what it holds after the worker reports is read here (memory.py)."""
+        shared = share_case(_torch(), self.prepared[case_id], worker, self.factory.setup["use_gpu"])
+        try:
+            return self._run_case(worker, case_id, shared)
+        finally:
+            if shared is not None:
+                shared.close()
+
+    def _run_case(self, worker, case_id, shared):
         prepared = self.prepared[case_id]
         started = time.monotonic()
-        sent = worker.send({"run": prepared.case, "inputs": prepared.inputs, "draw": prepared.draw},
-                           prepared.payload, max_reply=prepared.max_reply)
+        request = {"run": prepared.case, "inputs": prepared.inputs, "draw": prepared.draw and shared is None}
+        if shared is not None:
+            request["region"] = shared.spec
+        sent = worker.send(request, prepared.payload if shared is None else b"", max_reply=prepared.max_reply)
         kind, header, payload = worker.next(self.timeout) if sent else ("eof", None, None)
         seconds = round(time.monotonic() - started, 3)
         if kind == "timeout":
@@ -462,19 +510,26 @@ class Supervisor:
             self.results[case_id] = {"status": status, "text": str(header.get("text", ""))[:400],
                                      "line": line if isinstance(line, int) else None, "seconds": seconds}
             return status == "error"
+        usable = True
         try:
-            result = judge(_torch(), prepared.case, prepared.made, prepared.expected, prepared.scale, header, payload)
+            if shared is None:
+                result = judge(_torch(), prepared.case, prepared.made, prepared.expected, prepared.scale, header, payload)
+            else:
+                result, modified, usable = shared.verdict(_torch(), prepared, header, payload, worker)
+                if modified:
+                    self.seen["inputs_modified"].append(case_id)
             if not self.factory.setup["use_gpu"]:
                 result = in_interpreter(result, self.target.text)
         except ProtocolError as exc:
             self.seen["protocol"].append(str(exc))
             self.results[case_id] = {"status": "crash", "code": "protocol", "stderr": str(exc)}
             return False
-        if not prepared.draw and header.get("inputs_crc") not in (None, prepared.crc):
+        if not prepared.draw and header.get("inputs_crc") not in (None, prepared.crc) \
+                and case_id not in self.seen["inputs_modified"]:
             self.seen["inputs_modified"].append(case_id)
         result.update(seconds=seconds, worker_cpu_s=round(cpu, 3))   # diagnostics: the worker says so
         self.results[case_id] = result
-        return True
+        return usable
 
     def _note(self, header):
         for name in header.get("patched") or []:

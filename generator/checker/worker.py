@@ -16,6 +16,7 @@ import traceback
 
 from .common import GPU_FAULT_WORDS, GUARD, LESSON
 from .cases import make_inputs
+from .memory import accept_descriptors, dense_strides, map_region, region_arguments
 from .protocol import checksum, tensor_bytes, tensor_header
 from .sandbox import quiet_folders, reported_file_event
 
@@ -37,6 +38,9 @@ class Harness:
         self.torch, self.path, self.poison = torch, os.path.realpath(path), poison
         self.buffers, self.launched, self.events = [], set(), []
         self.originals = {}
+        self.arena = None   # a case's output area in the trusted side's region (memory.region_arguments)
+        self.timed_region = None   # the region of the trusted side's timed calls (run_timed)
+        self.descriptors = None    # the socket the trusted side's region descriptors come over
 
     def install(self):
         torch = self.torch
@@ -61,9 +65,14 @@ class Harness:
         sys.addaudithook(self._audit)
 
     def _poisoned(self, plain):
+        area = self.arena
+        if area is not None and tuple(plain.shape) == area["shape"] and plain.dtype == area["dtype"] \
+                and plain.device == area["base"].device and (not plain.numel() or _span(plain) == plain.numel()):
+            self.arena = None   # the output area of the trusted side's region: read there, not reported
+            return area["base"].as_strided(plain.shape, plain.stride(), area["start"])
         if not plain.is_floating_point() or not plain.numel():
             return plain
-        span = 1 + sum((size - 1) * stride for size, stride in zip(plain.shape, plain.stride()))
+        span = _span(plain)
         buffer = self.torch.full((span + 2 * GUARD,), self.poison, dtype=plain.dtype, device=plain.device)
         self.buffers.append((buffer, span))
         return buffer.as_strided(plain.shape, plain.stride(), GUARD)
@@ -136,6 +145,31 @@ class Harness:
         names += [f"checker.{name}" for name, value in self.own_snapshot.items()
                   if callable(value) and own.get(name) is not value]
         return sorted(names)[:20]
+
+
+def _span(tensor):
+    """Elements from a tensor's first to its last (its strides' reach)."""
+    return 1 + sum((size - 1) * stride for size, stride in zip(tensor.shape, tensor.stride()))
+
+
+def region_offset(out, whole):
+    """Where out lies in the trusted side's region (bytes from its start), or None when it lies
+    elsewhere, even in part."""
+    if out.device != whole.device or any(stride < 0 for stride in out.stride()):
+        return None
+    start = out.data_ptr() - whole.data_ptr()
+    reach = _span(out) * out.element_size() if out.numel() else 0
+    return start if 0 <= start and start + reach <= whole.numel() and start % out.element_size() == 0 else None
+
+
+def in_area(out, area):
+    """Whether out is the output area itself (the trusted side then reads it from the region)."""
+    if area is None or not out.numel():
+        return False
+    base = area["base"]
+    start = base.data_ptr() + area["start"] * base.element_size()
+    return out.device == base.device and out.dtype == base.dtype and out.data_ptr() == start \
+        and tuple(out.shape) == area["shape"] and _span(out) == out.numel()
 
 
 def clock_functions(torch):
@@ -228,6 +262,7 @@ def serve(channel, use_gpu, started, isolated=None, reseed=None):
     channel.send({"hello": environment(torch, triton, use_gpu), "startup_s": round(time.monotonic() - started, 3),
                   "startup_cpu_s": round(cpu_seconds(), 3),
                   "isolated_s": round((isolated or started) - started, 3)})
+    descriptors = accept_descriptors(channel)   # where the trusted side's regions come from
     request, _ = channel.recv()
     if reseed is not None:
         reseed()
@@ -237,6 +272,7 @@ def serve(channel, use_gpu, started, isolated=None, reseed=None):
         with open(path, "w", encoding="utf-8") as handle:
             handle.write(load["source"])
     harness = Harness(torch, path, float(LESSON["poison"]))
+    harness.descriptors = descriptors
     harness.install()
     loading, loading_cpu = time.monotonic(), cpu_seconds()
     try:
@@ -258,6 +294,9 @@ def serve(channel, use_gpu, started, isolated=None, reseed=None):
         if message is None or "end" in message[0]:
             return
         header, payload = message
+        if "bench" in header:   # timed from the trusted side (bench.time_in_trusted)
+            channel.send(run_timed(torch, harness, fn, header, device))
+            continue
         begun = cpu_seconds()
         result, data = run_one(torch, harness, fn, header, payload, device, path)
         result["cpu_s"] = round(cpu_seconds() - begun, 3)   # compiles (ptxas included) and the run
@@ -321,14 +360,44 @@ def _receive_inputs(torch, header, payload, device):
     return values, guarded
 
 
+def run_timed(torch, harness, fn, header, device):
+    """One timed round: the entry called on each set of inputs in the trusted side's region, each
+    output left in (or copied into) its output area, then the whole device synchronized. The
+    trusted side's clock and its own read-back of the outputs decide the time, not this answer."""
+    bench = header["bench"]
+    if bench.get("map"):
+        harness.timed_region = map_region(torch, harness.descriptors, bench["nbytes"], device)
+    calls = [region_arguments(torch, harness.timed_region, {"region": spec, "inputs": header["inputs"]})
+             for spec in bench["calls"]]
+    try:
+        for args, area in calls:
+            harness.arena = area
+            out = fn(*args)
+            if not isinstance(out, torch.Tensor):
+                return {"bench": "error", "text": f"returned {type(out).__name__}"[:200]}
+            if not in_area(out, area):
+                area["base"].as_strided(area["shape"], dense_strides(area["shape"]), area["start"]).copy_(out)
+        if device == "cuda":
+            torch.cuda.synchronize()
+        return {"bench": "done"}
+    except BaseException as exc:  # the code under check may raise anything
+        return {"bench": "error", "text": f"{type(exc).__name__}: {exc}"[:200]}
+
+
 def run_one(torch, harness, fn, header, payload, device, path):
     case = header["run"]
-    if header.get("draw"):   # a GPU-only case: its large inputs drawn here, as the trusted side drew them
+    area = whole = None
+    if header.get("region") is not None:   # inputs and the output area in the trusted side's memory
+        whole = map_region(torch, harness.descriptors, header["region"]["nbytes"], device)
+        args, area = region_arguments(torch, whole, header)
+        guarded = []
+    elif header.get("draw"):   # a GPU-only case: its large inputs drawn here, as the trusted side drew them
         args, guarded = [view for _, _, view in make_inputs(torch, case, device)], []
     else:
         args, guarded = _receive_inputs(torch, header, payload, device)
     harness.buffers.clear()
     harness.launched.clear()
+    harness.arena = area
     events_before = len(harness.events)
     started = time.monotonic()
     try:
@@ -339,6 +408,10 @@ def run_one(torch, harness, fn, header, payload, device, path):
         result = {"case": case["id"], "status": "returned", "seconds": seconds}
         if not isinstance(out, torch.Tensor):
             result.update(output=None, got_type=type(out).__name__[:80])
+            data = b""
+        elif area is not None and region_offset(out, whole) is not None:   # read there by the trusted side
+            result.update(output=tensor_header(torch, out), guard=None, at=region_offset(out, whole),
+                          stride=list(out.stride()))
             data = b""
         else:
             data = tensor_bytes(torch, out)

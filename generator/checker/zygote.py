@@ -8,6 +8,8 @@ The trusted process talks to it over a SOCK_SEQPACKET control socket, one JSON m
                                               and the stream for its stdout and stderr
     <- {"id": 3, "pid": 1234}                 forked
     -> {"kill": 3}                            stop it (and every process it started)
+    -> {"stop": 3}  <- {"id": 3, "stopped": true}   SIGSTOP to its group, every process of it stopped
+    -> {"resume": 3}                          SIGCONT to its group
     <- {"id": 3, "exit": -9}                  it ended (negative: the signal that ended it)
 The factory ends when the control socket closes, and takes its workers with it."""
 import json
@@ -20,6 +22,7 @@ import time
 
 from .common import leave
 from .environment import prepare, warm_compile_key, warm_compiler
+from .memory import resume_group, stop_group
 from .protocol import Channel
 from .sandbox import isolate, own_pids_work, refresh_seed
 from .worker import SCRATCH, serve  # noqa: F401
@@ -53,6 +56,10 @@ def serve_requests(ctl, setup):
                 ctl.send(json.dumps({"id": request["spawn"], "pid": pid}).encode())
             elif "kill" in request and request["kill"] in children:
                 _kill(children[request["kill"]])
+            elif "stop" in request and request["stop"] in children:   # the trusted side reads its memory
+                ctl.send(json.dumps({"id": request["stop"], "stopped": stop_group(children[request["stop"]])}).encode())
+            elif "resume" in request and request["resume"] in children:
+                resume_group(children[request["resume"]])
         for worker_id, pid in list(children.items()):
             try:
                 done, status = os.waitpid(pid, os.WNOHANG)
