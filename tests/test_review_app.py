@@ -162,3 +162,16 @@ def test_code_view_marks_fill_edits_and_removed_lines():
 def test_every_language_has_every_word():
     keys = [set(words(lang)) for lang in languages()]
     assert set(languages()) >= {"en", "zh-CN"} and all(k == keys[0] for k in keys)
+
+
+def test_a_restarted_server_brings_grades_csv_and_feedback_up_to_date(folder):
+    import time
+    from generator.review.store import Gradebook
+    Gradebook(folder).set_score("s001", "q1", 2, "saved, then the server was killed", 0, "ann")
+    create_app(Settings(folder, TOKEN, refresh=True))
+    deadline = time.monotonic() + 20
+    while "saved, then the server was killed" not in (folder / "feedback" / "s001.md").read_text(encoding="utf-8"):
+        assert time.monotonic() < deadline, "feedback not rewritten"
+        time.sleep(0.05)
+    grades = {r["student_id"]: r for r in csv.DictReader(io.StringIO((folder / "grades.csv").read_text("utf-8")))}
+    assert grades["s001"]["manual_q1"] == "2"

@@ -23,7 +23,7 @@ from flask import Flask, abort, jsonify, make_response, redirect, render_templat
 
 from generator.review.codeview import code_lines, proposals
 from generator.review.exports import _number, write_grades_csv
-from generator.review.feedback import write_student_feedback
+from generator.review.feedback import write_all_feedback, write_student_feedback
 from generator.review.render import markdown_html
 from generator.review.store import Conflict, Gradebook, ReviewError, manual_points
 from generator.review.texts import languages, localized, words
@@ -43,6 +43,7 @@ class Settings:
     locale: str | None = None       # the page's language (default: the rubric's source language)
     anonymous: bool = False         # names and ids hidden; students numbered in the page's order
     seed: int | None = None         # a shuffled order, the same for every grader with the same seed
+    refresh: bool = False           # rewrite grades.csv and every feedback page from the gradebook at the start
 
 
 def create_app(settings: Settings) -> Flask:
@@ -53,6 +54,8 @@ def create_app(settings: Settings) -> Flask:
     if not book.exists():
         raise ReviewError(f"{settings.folder}: no {book.path.name} (grade the class first: coursepack grade)")
     view = View(book, settings)
+    if settings.refresh:   # a server killed between a save and its rewrite left them behind
+        threading.Thread(target=view.rewrite_all, daemon=True).start()
 
     @app.before_request
     def _token():
@@ -243,6 +246,11 @@ class View:
         response = jsonify({"ok": True, "version": saved.version})
         response.call_on_close(lambda: self.rewrite(sid))   # once the answer is sent: the save is committed
         return response
+
+    def rewrite_all(self) -> None:
+        with self.writing:
+            write_grades_csv(self.book.folder)
+            write_all_feedback(self.book.folder)
 
     def rewrite(self, sid: str) -> None:
         """grades.csv and the student's feedback page, one save at a time (they share files)."""

@@ -102,7 +102,8 @@ def serve(folder: Path, args: argparse.Namespace) -> int:
     from werkzeug.serving import make_server
     from generator.review.app import Settings, create_app
     token = secrets.token_urlsafe(24)
-    app = create_app(Settings(folder, token, args.grader or _login(), args.locale, args.anonymous, args.shuffle))
+    app = create_app(Settings(folder, token, args.grader or _login(), args.locale, args.anonymous, args.shuffle,
+                              refresh=True))
     server = make_server(args.host, args.port, app, threaded=True)
     host = f"[{args.host}]" if ":" in args.host else args.host
     print(f"review of {folder}: http://{host}:{server.server_port}/?token={token}\n"
