@@ -138,7 +138,8 @@ def test_every_page_parses_into_the_expected_structure(course, parsed, capsys):
         assert all(n["c"][1][0]["t"] == "Header" for n, _ in hints)   # the callout's title
         # reference answers: a callout each, answer profile only
         answers = [(n, p) for n, p in divs(doc, "callout-tip") if "collapse" not in dict(n["c"][0][2])]
-        assert len(answers) == len(lesson.spec.questions) and all(p == ("answer",) for _, p in answers)
+        references = len(lesson.spec.questions) + sum(1 for part in text.rubric.parts.values() if part.reference)
+        assert len(answers) == references and all(p == ("answer",) for _, p in answers)   # and the explanation's
         # figures: {mermaid} cells with a fig- label and a caption; every cross-reference resolves
         cells = [n for n, _ in nodes(doc["blocks"]) if n["t"] == "CodeBlock" and n["c"][0][1] == ["{mermaid}"]]
         options = [cell_options(n["c"][1]) for n in cells]
