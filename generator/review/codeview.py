@@ -38,8 +38,8 @@ def code_lines(auto: dict) -> list[Line]:
     matcher = difflib.SequenceMatcher(a=[t.strip() for t in template], b=[m.strip() for m in mine], autojunk=False)
     for op, a0, a1, b0, b1 in matcher.get_opcodes():
         if op in ("delete", "replace"):
-            shown += [Line("removed", None, template[i]) for i in range(a0, a1)
-                      if not (op == "replace" and _is_blank_line(template[i], fill, mine[b0:b1]))]
+            shown += [Line("removed", None, template[i]) for i in range(a0, a1) if template[i].strip()
+                      and not (op == "replace" and _is_blank_line(template[i], fill, mine[b0:b1]))]
         for b in range(b0, b1):
             number = b + 1
             if number in edits:
