@@ -120,7 +120,7 @@ def load_lesson() -> dict:
         mistakes.append({"id": m["id"], "fill": m.get("fill"), "replace": m.get("replace"), "fails": expected})
     (draw,) = [i.get("draw", {}) for i in checks["inputs"]]
     return {"cases": runnable, "draw": draw, "poison": float(checks["poison"]), "mistakes": mistakes,
-            "groups": spec["rubric"]}
+            "groups": {part["id"]: part["points"] for part in spec["rubric"]["parts"] if part["kind"] == "auto"}}
 
 
 def kernel_source() -> str:
