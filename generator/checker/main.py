@@ -22,7 +22,7 @@ from .environment import missing_packages, platform_message, prepare
 from .bench import bench_after_check
 from .present import Evaluation, json_result, render_report, write_submission
 from .protocol import Channel
-from .sandbox import sandbox_problem, triton_cache_dir
+from .sandbox import sandbox_label, sandbox_problem, triton_cache_dir
 from .static import Target, blank_lines, load_target, review_edits
 from .supervisor import START_MARGIN_S, Supervisor, choose_factory, close_factories, prepare_cases
 from .worker import serve
@@ -100,7 +100,8 @@ class Session:
                                 start_margin=self.start_margin, take=self.take_worker)
         results = supervisor.run([c["id"] for c in LESSON["cases"]])
         return Evaluation(target, edits, fill, blank, supervisor.env, results, supervisor.load_error,
-                          supervisor.timing, supervisor.flags(), self.sandbox)
+                          supervisor.timing, supervisor.flags(),
+                          sandbox_label(self.sandbox, self.factory.setup))
 
     def hold_spares(self, count):
         """Many checks to come (grading): from now on count workers wait ready, each one taken

@@ -60,6 +60,19 @@ def sandbox_problem():
     return None
 
 
+def sandbox_label(base, setup):
+    """What a result says of its sandbox: `base` (how it runs) and what it lacks here. A worker's
+    memory is bounded per process (RLIMIT_DATA) and by its tmpfs sizes, its processes by
+    RLIMIT_NPROC: there is no cgroup per worker (memory.max, pids.max), which needs a cgroup v2
+    tree delegated to the grading user, not there on the machines this was built on."""
+    if base is None:
+        return None
+    missing = ["no memory or process cgroup per worker"]
+    if setup.get("own_pids") is False:
+        missing.insert(0, "no PID namespace per worker here (a process it starts in a new session may outlive it)")
+    return f"{base}; {'; '.join(missing)}"
+
+
 def _bwrap_base():
     return ["bwrap", "--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL"]
 
