@@ -27,7 +27,7 @@ from generator.review.feedback import write_all_feedback, write_student_feedback
 from generator.review.render import markdown_html
 from generator.review.store import Conflict, Gradebook, ReviewError, manual_points
 from generator.review.texts import languages, localized, words
-from generator.review.totals import result_text, standing
+from generator.review.totals import result_text, standing, standings
 
 COOKIE = "coursepack_review"
 HEADER = "X-Review-Token"
@@ -191,8 +191,10 @@ class View:
         vetoes = self.book.vetoes()
         vetoed = {sid for (sid, _), v in vetoes.items() if v.active}
         regraded = self.book.regraded()
+        results = {s.student["id"]: s.result for s in standings(self.book)}
         students = [{"at": i, "who": self.who(i, sid, name), "vetoed": sid in vetoed, "regraded": sid in regraded,
-                     "graded": sum(1 for p in graded if (sid, p) in scores and scores[sid, p].points is not None)}
+                     "graded": sum(1 for p in graded if (sid, p) in scores and scores[sid, p].points is not None),
+                     "result": results[sid]}
                     for i, (sid, name) in enumerate(order)]
         return {"graded": graded, "count": len(order), "students": students, "parts_manual": list(graded),
                 "regraded_count": len(regraded)}
