@@ -20,7 +20,10 @@ from generator.yamlio import KeyPath, YamlDoc, dotted, load_yaml, read_text
 
 # Reasons the generic checker gives for a failing case; every lesson text explains each one, plus
 # the lesson's own reasons (checks.reasons in lesson.yaml, returned by its reference.classify).
-GENERIC_REASONS = ("unwritten", "wrote_past_end", "wrong_value", "read_past_end", "bf16_interpreter")
+GENERIC_REASONS = ("unwritten", "wrote_past_end", "wrong_value")
+# Generic reasons a lesson text may explain in its own words; otherwise check.py shows the locale's
+# text (checker.reason_<id> in content/locales/<locale>.yaml).
+OPTIONAL_REASONS = ("read_past_end", "bf16_interpreter")
 # What a case that fails for another cause than its values shows, as a declared mistake names it.
 FAILURE_KINDS = ("error", "timeout", "crash", "fault", "wrong_shape", "wrong_dtype", "not_tensor")
 M = TypeVar("M", bound=BaseModel)
@@ -444,7 +447,7 @@ def _check_checks(spec: LessonSpec, doc: YamlDoc, solution: SolutionSource | Non
 
 
 def _check_declared_reasons(mistake: Any, index: int, checks: Any, ids: list[str], add: Any) -> None:
-    known = set(GENERIC_REASONS) | set(FAILURE_KINDS) | set(checks.reasons)
+    known = set(GENERIC_REASONS) | set(OPTIONAL_REASONS) | set(FAILURE_KINDS) | set(checks.reasons)
     failing = set(mistake.fails) if isinstance(mistake.fails, list) else set(ids) - set(mistake.fails.all_except)
     if mistake.reason is not None and mistake.reason not in known:
         add(f"unknown reason '{mistake.reason}' (expected one of: {', '.join(sorted(known))})",
@@ -501,7 +504,8 @@ def _check_text(text: LessonText, spec: LessonSpec, solution: SolutionSource | N
                problems)
     _same_keys(path, "checker.cases", set(text.checker.cases), {c.id for c in spec.checks.cases},
                "lesson.yaml's cases", problems)
-    _same_keys(path, "checker.reasons", set(text.checker.reasons), set(GENERIC_REASONS) | set(spec.checks.reasons),
+    _same_keys(path, "checker.reasons", set(text.checker.reasons) - set(OPTIONAL_REASONS),
+               set(GENERIC_REASONS) | set(spec.checks.reasons),
                "the checker's reasons and lesson.yaml's checks.reasons", problems)
     if solution is not None:
         _same_keys(path, "code_comments", set(text.code_comments), set(solution.text_keys),

@@ -17,7 +17,7 @@ from generator.checker.join import DATA_LINE, joined, with_data
 from generator.codegen import blank_index, render_code
 from generator.errors import ContentError, CoursepackError, Location, Problem
 from generator.html import pack_page
-from generator.loader import CourseContent, Lesson
+from generator.loader import OPTIONAL_REASONS, CourseContent, Lesson
 from generator.markdown import Cell, check_markdown, parse_blocks, split_cells
 from generator.model import LessonText, Locale, Mistake
 from generator.notebook import build_notebook
@@ -250,7 +250,8 @@ def checker_data(ctx: LessonContext) -> dict:
         "cases": [case.model_dump(exclude_defaults=True) | {"group": case.group} for case in checks.cases],
         "poison": checks.poison, "compare": {k: v.model_dump() for k, v in checks.compare.items()},
         "reference": ctx.lesson.reference, "lesson_reasons": list(checks.reasons),
-        "case_names": dict(text.checker.cases), "reasons": dict(text.checker.reasons),
+        "case_names": dict(text.checker.cases),
+        "reasons": {reason: ctx.ui.checker[f"reason_{reason}"] for reason in OPTIONAL_REASONS} | dict(text.checker.reasons),
         "messages": dict(ctx.ui.checker), "hints": ctx.hints, "hint_names": list(ctx.ui.pack.hint_level_names),
         "rubric": {"normal": spec.rubric.normal, "boundary": spec.rubric.boundary,
                    "explanation": spec.rubric.explanation, "questions": spec.rubric.question_points,
