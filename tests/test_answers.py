@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 import zipfile
 from pathlib import Path
 from types import SimpleNamespace
@@ -256,3 +257,27 @@ def test_grading_writes_rubric_json_and_answers_json_for_every_row(lesson, noteb
     assert {a["status"] for a in answers["cy"]["parts"].values()} == {"absent"} and answers["cy"]["source"] == ""
     table = (out / "grades.csv").read_text(encoding="utf-8")
     assert ",1 of 4," in table.splitlines()[2] and ",absent," in table.splitlines()[3]
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize("locale", ["zh-CN", "en"])
+def test_a_report_written_on_the_gpu_reads_back_with_every_place(content, known, tmp_path, locale):
+    """`python check.py --report` as a student runs it on a GPU, in a fresh process: the report says
+    it ran there, and grading finds each part's place in it."""
+    import subprocess
+    import sys
+    ctx = LessonContext(content, content.lessons["lesson03_relu"], locale, "exercise")
+    pack = render_pack(ctx, jinja_env(TEMPLATES), page=False)
+    for name in ("check.py", "relu.py"):
+        (tmp_path / name).write_bytes(pack.files[name])
+    kernel = tmp_path / "relu.py"
+    kernel.write_text(kernel.read_text(encoding="utf-8").replace("______", "tl.maximum(xv, 0.0)", 1), encoding="utf-8")
+    env = {k: v for k, v in __import__("os").environ.items() if k != "TRITON_INTERPRET"}
+    done = subprocess.run([sys.executable, "check.py", "--report", "submission.md"], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 1, done.stdout + done.stderr   # the default maximum drops NaN: two cases fail
+    text = (tmp_path / "submission.md").read_text(encoding="utf-8")
+    assert all(piece in text for piece in re.split(r"\{\w+\}", content.locales[locale].checker["report_gpu"]))
+    assert text.count(content.locales[locale].checker["report_explain_here"]) >= 1   # the failing cases' places
+    found = read_document("submission.md", text.encode(), known)
+    assert {p: a.status for p, a in found.items()} == {p: "untouched" for p in MANUAL}
