@@ -183,6 +183,8 @@ def read_back(torch, prepared, layout, sent, region, report, payload):
     whether an input or its guard bands changed (or the output lies in an input's memory). An output
     the worker says lies in the region is read there; one it sends as bytes is judged from them, and
     when the output area was written too, that must be right as well."""
+    if "inputs_crc" in report and not NOT_SHARED:   # the worker took the bytes: it could not map the region
+        NOT_SHARED.append("a worker could not map the region (its stderr says why)")
     seen = region.tensor[:sent.numel()].clone()
     expected = prepared.expected
     item = expected.element_size()

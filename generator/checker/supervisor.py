@@ -484,10 +484,10 @@ class Supervisor:
     def _run_case(self, worker, case_id, shared):
         prepared = self.prepared[case_id]
         started = time.monotonic()
-        request = {"run": prepared.case, "inputs": prepared.inputs, "draw": prepared.draw and shared is None}
-        if shared is not None:
+        request = {"run": prepared.case, "inputs": prepared.inputs, "draw": prepared.draw}
+        if shared is not None:   # the bytes too: a worker that cannot map the region takes them
             request["region"] = shared.spec
-        sent = worker.send(request, prepared.payload if shared is None else b"", max_reply=prepared.max_reply)
+        sent = worker.send(request, prepared.payload, max_reply=prepared.max_reply)
         kind, header, payload = worker.next(self.timeout) if sent else ("eof", None, None)
         seconds = round(time.monotonic() - started, 3)
         if kind == "timeout":
