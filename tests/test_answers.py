@@ -281,3 +281,36 @@ def test_a_report_written_on_the_gpu_reads_back_with_every_place(content, known,
     assert text.count(content.locales[locale].checker["report_explain_here"]) >= 1   # the failing cases' places
     found = read_document("submission.md", text.encode(), known)
     assert {p: a.status for p, a in found.items()} == {p: "untouched" for p in MANUAL}
+
+
+def test_a_declared_failures_part_is_read_with_its_cases(content_copy, tmp_path):
+    """A lesson that grades the explanation of the failing cases (place: failures): its place in the
+    notebook and in the report, whose section holds a heading per failing case."""
+    lesson_yaml = content_copy / "content" / "lessons" / "lesson03_relu" / "lesson.yaml"
+    text = lesson_yaml.read_text(encoding="utf-8")
+    lesson_yaml.write_text(text.replace("    - {id: q1, kind: manual, points: 2}\n",
+                                        "    - {id: cases, kind: manual, points: 1, place: failures}\n"
+                                        "    - {id: q1, kind: manual, points: 2}\n", 1).replace(
+                                            "pass_total: 8", "pass_total: 9"), encoding="utf-8")
+    for locale, title in (("zh-CN", "失败用例的解释"), ("en", "Why the failing cases fail")):
+        path = content_copy / "content" / "lessons" / "lesson03_relu" / f"text.{locale}.yaml"
+        text = path.read_text(encoding="utf-8")
+        path.write_text(text.replace("  parts:\n", f"  parts:\n    cases:\n      title: {title}\n"
+                                     f"      prompt: {title}?\n", 1), encoding="utf-8")
+    lesson = load_lesson(content_copy / "content", "lesson03_relu")
+    known = labels(lesson)
+    assert [p.id for p in known.parts] == ["explanation", "cases", "q1", "q2", "q3"]
+    module = lesson.languages["en"].module(tmp_path / "checkers")
+    failing = {"special_f32": {"status": "fail"}, "special_f16": {"status": "fail"}}
+    ev = SimpleNamespace(target=SimpleNamespace(text="x\n"), env=None, results=failing)
+    module.write_submission(str(tmp_path / "s.md"), ev, [], "fail")
+    report = (tmp_path / "s.md").read_text(encoding="utf-8")
+    assert "Why the failing cases fail {#part-cases}" in report and "<!-- coursepack:part=cases -->" in report
+    assert read_document("s.md", report.encode(), known)["cases"].status == "untouched"
+    explained = report.replace("_Explain why this case fails and what you changed:_", "NaN became 0.", 1)
+    found = read_document("s.md", explained.encode(), known)["cases"]
+    assert found.status == "answered" and "NaN became 0." in found.text and "### " in found.text
+    content = load_content(content_copy / "content")
+    ctx = LessonContext(content, content.lessons["lesson03_relu"], "en", "exercise")
+    notebook = json.loads(render_pack(ctx, jinja_env(content_copy / "templates"), page=False).files["lesson.ipynb"])
+    assert list(answer_cells(notebook)) == ["explanation", "cases", "q1", "q2", "q3"]
