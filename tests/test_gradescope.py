@@ -95,13 +95,13 @@ def test_setup_pins_resolve_for_the_images_python(python, tmp_path):
 @pytest.mark.network
 @pytest.mark.parametrize("python", sorted(IMAGES))
 def test_setup_torch_resolves_on_its_cpu_index(python, tmp_path):
-    from tests.test_platforms import skip_or_fail
     pins = setup_pins(python)
     cpu = compile_for(python, [f"torch=={pins['torch']}"], tmp_path, "--index-url", autograder.TORCH_INDEX)
     if cpu.returncode != 0 and re.search(r"dns error|failed to lookup|Could not connect|error sending request",
                                          cpu.stderr, re.I):
-        skip_or_fail(f"torch's CPU index {autograder.TORCH_INDEX} cannot be reached (PyPI's torch=={pins['torch']} "
-                     f"has wheels for {python})")
+        # PyTorch's own index is not PyPI: COURSEPACK_REQUIRE_NETWORK (PyPI must answer) does not cover it
+        pytest.skip(f"torch's CPU index {autograder.TORCH_INDEX} cannot be reached from here (PyPI's "
+                    f"torch=={pins['torch']} has wheels for {python}: the test before this one)")
     assert cpu.returncode == 0 and f"torch=={pins['torch']}+cpu" in cpu.stdout, cpu.stderr
 
 
