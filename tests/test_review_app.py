@@ -175,3 +175,18 @@ def test_a_restarted_server_brings_grades_csv_and_feedback_up_to_date(folder):
         time.sleep(0.05)
     grades = {r["student_id"]: r for r in csv.DictReader(io.StringIO((folder / "grades.csv").read_text("utf-8")))}
     assert grades["s001"]["manual_q1"] == "2"
+
+
+def test_a_regraded_student_is_marked(folder, tmp_path):
+    from generator.review.sync import carry_over
+    students = [student(1), student(2, points={"normal": 0, "boundary": 0}, status="timed out"),
+                student(3, code=None, status="no submission")]
+    fresh = make_folder(tmp_path / "again", students=students)
+    carry_over(folder, fresh)
+    assert [c["student"] for c in sync(fresh)] == ["s002"]
+    c = create_app(Settings(fresh, TOKEN)).test_client()
+    c.set_cookie(COOKIE, TOKEN)
+    overview = c.get("/?lang=en").get_data(as_text=True)
+    assert overview.count('class="tag regraded"') == 1
+    page = c.get("/part/q1/1?lang=en").get_data(as_text=True)
+    assert "Automatic result changed at the last regrade: 3 (graded) → 0 (timed out)" in page

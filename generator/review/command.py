@@ -106,6 +106,9 @@ def serve(folder: Path, args: argparse.Namespace) -> int:
                               refresh=True))
     server = make_server(args.host, args.port, app, threaded=True)
     host = f"[{args.host}]" if ":" in args.host else args.host
+    if args.host not in ("127.0.0.1", "localhost", "::1"):
+        print(f"warning: listening on {args.host}: other machines can reach the page (the token still guards it; "
+              "the traffic is not encrypted)", file=sys.stderr)
     print(f"review of {folder}: http://{host}:{server.server_port}/?token={token}\n"
           "(open it in a browser; Ctrl+C stops the server: every score the page said was saved is kept)",
           flush=True)
