@@ -45,3 +45,20 @@ def test_review_serves_on_loopback_with_a_token(tmp_path):
         server.terminate()
         server.wait(timeout=10)
         time.sleep(0.1)
+
+
+def test_review_refuses_a_taken_port_and_an_unknown_language(tmp_path, capsys):
+    from generator.cli import main
+    from generator.review.sync import sync
+    from tests.review_fixture import make_folder
+    folder = make_folder(tmp_path)
+    sync(folder)
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        assert main(["review", str(folder), "--port", str(port)]) == 1
+    assert main(["review", str(folder), "--locale", "fr"]) == 1
+    err = capsys.readouterr().err
+    assert f"cannot listen on 127.0.0.1:{port}" in err and "--locale fr: the page has words for en, zh-CN" in err
+    assert "Traceback" not in err

@@ -101,10 +101,16 @@ def _grading_folder(folder: Path | None) -> Path:
 def serve(folder: Path, args: argparse.Namespace) -> int:
     from werkzeug.serving import make_server
     from generator.review.app import Settings, create_app
+    from generator.review.texts import languages
+    if args.locale and args.locale not in languages():
+        raise ReviewError(f"--locale {args.locale}: the page has words for {', '.join(languages())}")
     token = secrets.token_urlsafe(24)
     app = create_app(Settings(folder, token, args.grader or _login(), args.locale, args.anonymous, args.shuffle,
                               refresh=True))
-    server = make_server(args.host, args.port, app, threaded=True)
+    try:
+        server = make_server(args.host, args.port, app, threaded=True)
+    except (OSError, SystemExit) as exc:   # Werkzeug prints why (a port taken, an address not of this machine) and exits
+        raise ReviewError(f"cannot listen on {args.host}:{args.port}") from exc
     host = f"[{args.host}]" if ":" in args.host else args.host
     if args.host not in ("127.0.0.1", "localhost", "::1"):
         print(f"warning: listening on {args.host}: other machines can reach the page (the token still guards it; "
