@@ -45,6 +45,11 @@ def test_round_trip(folder, tmp_path):
     grades = {r["student_id"]: r for r in _rows(folder / "grades.csv")}
     assert grades["s001"]["manual_q1"] == "1.5"
     assert import_sheet(folder, sheet, "ann") == 0   # the same sheet again: nothing changed
+    assert "=looks like a formula" in (folder / "feedback" / "s001.md").read_text(encoding="utf-8")
+    semicolons = tmp_path / "semicolons.csv"   # as a spreadsheet with a decimal comma saves it
+    semicolons.write_text("student_id;part;points;comment\ns003;q3;1,5;ok\n", encoding="utf-8")
+    assert import_sheet(folder, semicolons, "ann") == 1
+    assert Gradebook(folder).scores()[("s003", "q3")].points == 1.5
 
 
 def _write(path, rows):

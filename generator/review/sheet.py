@@ -14,6 +14,7 @@ from pathlib import Path
 
 from generator.cache import write_text_atomically
 from generator.review.exports import _csv, _number, uncell, write_grades_csv
+from generator.review.feedback import write_student_feedback
 from generator.review.store import Gradebook, ReviewError, manual_points
 
 COLUMNS = ["student_id", "part", "answer", "points", "max_points", "comment", "version"]
@@ -51,12 +52,17 @@ def import_sheet(folder: Path, sheet: Path, grader: str) -> int:
     if changes:
         book.set_scores(changes, grader)
         write_grades_csv(Path(folder))
+        for sid in sorted({change[0] for change in changes}):
+            write_student_feedback(book, sid)
     return len(changes)
 
 
 def _records(text: str):
-    """(first line of the record, its fields) for every record of the CSV text."""
-    reader = csv.reader(io.StringIO(text))
+    """(first line of the record, its fields) for every record of the CSV text; separated by
+    commas, or by semicolons where the header has more of them (a spreadsheet of a locale whose
+    decimal mark is the comma saves so)."""
+    header = text.split("\n", 1)[0]
+    reader = csv.reader(io.StringIO(text), delimiter=";" if header.count(";") > header.count(",") else ",")
     start = 1
     for fields in reader:
         yield start, fields
