@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
 
 Ident = Annotated[str, StringConstraints(pattern=r"^[a-z][a-z0-9_]*$", max_length=64)]
 LocaleCode = Annotated[str, StringConstraints(pattern=r"^[a-z]{2,3}(-[A-Za-z0-9]{2,8})*$")]
@@ -218,6 +218,18 @@ class Rubric(Strict):
     parts: list[RubricPart] = Field(min_length=1)
     pass_total: int = Field(ge=0)
     vetoes: list[Ident] = []      # what fails a submission whatever its points (texts: rubric.vetoes)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _not_the_old_shape(cls, data: object) -> object:
+        """The rubric before parts had ids ({normal, boundary, explanation, per_question}): say how to
+        write it now, instead of five unknown keys."""
+        if isinstance(data, dict) and "per_question" in data and "parts" not in data:
+            raise ValueError("the rubric is a list of parts with ids now: parts: [{id: normal, kind: auto, points: 2}, "
+                             "{id: boundary, kind: auto, points: 1}, {id: explanation, kind: manual, points: 1, "
+                             "place: implementation}, {id: q1, kind: manual, points: 2}, ...], pass_total: N, "
+                             "vetoes: [ids] (docs/LESSON_FORMAT.md)")
+        return data
 
     def points(self, part_id: str) -> int:
         return next((p.points for p in self.parts if p.id == part_id), 0)

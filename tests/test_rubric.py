@@ -118,3 +118,10 @@ def test_rubric_mistakes_are_located(content_copy, rel, old, new, expected):
         assert piece in message, message
     line = next(l for l in message.splitlines() if expected[-1] in l)
     assert line.split(":")[1].isdigit() and line.split(":")[2].isdigit()   # file:line:col
+
+
+def test_a_rubric_of_the_old_shape_says_how_to_write_it_now(content_copy):
+    edit(content_copy, f"{LESSON3}/lesson.yaml", "rubric:\n  parts:\n",
+         "rubric:\n  normal: 2\n  boundary: 1\n  explanation: 1\n  per_question: 2\n  parts_old:\n")
+    with pytest.raises(ContentError, match=r"lesson.yaml:\d+:\d+: rubric: .*a list of parts with ids now"):
+        load_content(content_copy / "content")
