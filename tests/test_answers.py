@@ -175,6 +175,12 @@ def test_a_report_read_by_marker_then_by_heading_after_edits(lesson, tmp_path, k
     assert found["q3"].text == "只剩这一句" and found["explanation"].text == "TODO"
 
 
+def test_a_deleted_heading_does_not_take_in_the_next_question(lesson, tmp_path, known):
+    text = report(lesson, "zh-CN", tmp_path).replace("### Q1 {#part-q1}\n", "")
+    found = read_document("submission.md", text.encode(), known)
+    assert found["q1"].status == "untouched" and "Q2" not in found["q1"].text
+
+
 def test_an_english_report_whose_markers_are_gone(lesson, tmp_path, known):
     text = report(lesson, "en", tmp_path)
     text = "\n".join(line for line in text.splitlines() if "coursepack:part" not in line)

@@ -144,25 +144,32 @@ def _outline(lines: list[str]) -> tuple[list[int | None], dict[int, str]]:
 def from_markdown(text: str, known: Labels, path: str) -> dict[str, Answer]:
     lines = text.splitlines()
     levels, markers = _outline(lines)
+    stops = _stops(lines, levels, markers, known)
     found = {}
     for part in known.parts:
         start = next((n for n, pid in markers.items() if pid == part.id), None)
         if start is not None:
             level = next((levels[n] for n in range(start, -1, -1) if levels[n] is not None), 6)
-            body = [MARKER.sub("", lines[start], count=1)] + lines[start + 1:_end(levels, markers, start, level)]
+            body = [MARKER.sub("", lines[start], count=1)] + lines[start + 1:_end(levels, stops, start, level)]
         else:
             start = next((n for n, level in enumerate(levels) if level and _titled(lines[n], part)), None)
             if start is None:
                 continue
-            body = _without_prompt(lines[start + 1:_end(levels, markers, start, levels[start])], part)
+            body = _without_prompt(lines[start + 1:_end(levels, stops, start, levels[start])], part)
         found[part.id] = judged(body, known, path, f"line {start + 1}")
     return found
 
 
-def _end(levels: list[int | None], markers: dict[int, str], start: int, level: int) -> int:
-    """Where a part's text ends: the next marker, or the next heading as high as its own."""
+def _stops(lines: list[str], levels: list[int | None], markers: dict[int, str], known: Labels) -> set[int]:
+    """The lines that end any part's text: the markers, and the headings that name a part (a
+    deleted heading leaves the section above it open to the next part's heading)."""
+    return set(markers) | {n for n, level in enumerate(levels) if level and any(_titled(lines[n], p) for p in known.parts)}
+
+
+def _end(levels: list[int | None], stops: set[int], start: int, level: int) -> int:
+    """Where a part's text ends: the next stop, or the next heading as high as its own."""
     for number in range(start + 1, len(levels)):
-        if number in markers or (levels[number] is not None and levels[number] <= level):
+        if number in stops or (levels[number] is not None and levels[number] <= level):
             return number
     return len(levels)
 
@@ -240,7 +247,7 @@ def _after_heading(cells: list[tuple[str, dict, str]], index: int, part: Part) -
     lines = cells[index][2].splitlines()
     levels, markers = _outline(lines)
     start = next(n for n, line in enumerate(lines) if levels[n] and _titled(line, part))
-    body = _without_prompt(lines[start + 1:_end(levels, markers, start, levels[start])], part)
+    body = _without_prompt(lines[start + 1:_end(levels, set(markers), start, levels[start])], part)
     for kind, metadata, source in cells[index + 1:]:
         if kind != "markdown" or _cell_part(metadata) is not None or HEADING.match(source.lstrip("\n").split("\n")[0]):
             break
