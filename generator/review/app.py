@@ -26,7 +26,7 @@ from generator.review.exports import _number, write_grades_csv
 from generator.review.feedback import write_all_feedback, write_student_feedback
 from generator.review.render import markdown_html
 from generator.review.store import Conflict, Gradebook, ReviewError, manual_points
-from generator.review.texts import languages, localized, words
+from generator.review.texts import languages, localized, progress, words
 from generator.review.totals import result_text, standing, standings
 
 COOKIE = "coursepack_review"
@@ -144,6 +144,7 @@ class View:
         ctx.update(values)
         ctx["t"] = lambda value: localized(value, ctx["locale"], ctx["source"])
         ctx["num"] = _number
+        ctx["progress"] = progress
         ctx["md"] = lambda text: Markup(markdown_html(text or ""))   # sanitized (render.py)
         ctx["config_token"] = self.settings.token
         ctx["lang_query"] = "?lang=" + ctx["locale"] if request.args.get("lang") else ""

@@ -12,7 +12,7 @@ from generator.grade.pages import html_page, plain
 from generator.resources import TEMPLATES
 from generator.review.exports import _number
 from generator.review.store import Gradebook
-from generator.review.texts import localized, words
+from generator.review.texts import localized, progress, words
 from generator.review.totals import Standing, standing
 
 
@@ -36,7 +36,7 @@ def manual_markdown(rubric: dict, s: Standing) -> list[str]:
         verdict = w["pass"] if result["passed"] else w["fail"]
         lines.append(f"- **{w['total']}**: {_number(result['total'])} / {_number(result['max'])} · {verdict}")
     else:
-        lines.append(f"- **{w['result']}**: {w['incomplete'].format(graded=result['graded'])}")
+        lines.append(f"- **{w['result']}**: {progress(w, result['graded'])}")
     return lines + [""]
 
 

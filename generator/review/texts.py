@@ -30,3 +30,9 @@ def localized(value, locale: str, fallback: str) -> str:
     if not isinstance(value, dict):
         return "" if value is None else str(value)
     return value.get(locale) or value.get(fallback) or next(iter(value.values()), "")
+
+
+def progress(words_: dict[str, str], graded: str) -> str:
+    """totals()'s "k of n" in the page's words."""
+    done, _, total = graded.partition(" of ")
+    return words_["incomplete"].format(done=done, total=total)
