@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO, Iterable, Iterator
 
+from generator import memo
 from generator.errors import CoursepackError
 from generator.pack import Pack, file_digest
 
@@ -63,23 +64,15 @@ class Entry:
     def of(cls, name: str, data: bytes) -> "Entry":
         crc = crc32(data)
         key = (len(data), crc)   # not the bytes themselves: hashing a 3.6 MB page costs as much as its CRC
-        found = _DEFLATED.get(key)
+        kept = memo.table("archive.deflated", lesson=True)
+        found = kept.get(key)
         if found is None or found[0] != data:
-            if len(_DEFLATED) >= DEFLATED_KEPT:
-                _DEFLATED.clear()
-            found = _DEFLATED[key] = (data, deflate(data))
+            found = kept[key] = (data, deflate(data))
         return cls(safe_entry(name), found[1], crc, len(data))
 
 
-_DEFLATED: dict[tuple[int, int], tuple[bytes, bytes]] = {}   # (size, crc32) -> (the bytes, deflated)
-DEFLATED_KEPT = 256
-
-
-def forget_deflated() -> None:
-    """Let go of the files deflated so far. A lesson's zip, its course-bundle folder and its Quarto
-    folder hold many of the same files (check.py, the kernel, bench.py), deflated once; a build
-    calls this before each lesson x locale, as markdown.forget_sections."""
-    _DEFLATED.clear()
+# A lesson's zip, its course-bundle folder and its Quarto folder hold many of the same files
+# (check.py, the kernel, bench.py): each is deflated once per lesson x locale (memo "archive.deflated").
 
 
 class ZipWriter:
@@ -121,21 +114,32 @@ class ZipWriter:
 
 
 LEVEL = 6
-_CONSTANT: dict[bytes, bytes] = {}   # large byte strings found in many files -> their deflated form
-_CONSTANT_CRC: dict[bytes, tuple[int, int]] = {}   # the same -> (their CRC-32, x^(8 * their length) mod the CRC's polynomial)
 
 
 def constant_part(data: bytes) -> bytes:
     """Declare data (at least 64 KiB) a part that many files contain whole: deflate() then reuses
     its compressed form, and a zip read back for checking inflates the rest of such a file only.
-    Returns data."""
-    if len(data) >= 1 << 16 and data not in _CONSTANT:
+    Returns data. Kept for the build (its memo): outside one, nothing is declared.
+    """
+    parts = _constants()
+    if len(data) >= 1 << 16 and data not in parts:
         packed = _deflate_part(data)
         if zlib.decompressobj(-15).decompress(packed) != data:   # checked once, here
             raise ArchiveError("a constant part does not inflate back to itself")
-        _CONSTANT[data] = packed
-        _CONSTANT_CRC[data] = (zlib.crc32(data), _x_power(8 * len(data)))
+        parts[data] = _Constant(packed, zlib.crc32(data), _x_power(8 * len(data)))
     return data
+
+
+@dataclass(frozen=True)
+class _Constant:
+    packed: bytes   # deflated, byte-aligned (_deflate_part)
+    crc: int        # its CRC-32
+    shift: int      # x^(8 * its length) mod the CRC's polynomial
+
+
+def _constants() -> dict[bytes, _Constant]:
+    """The build's constant parts (large byte strings found in many files) by their bytes."""
+    return memo.table("archive.constants")
 
 
 # CRC-32 of a file that holds a constant part, from the CRC of the rest (as zlib's crc32_combine):
@@ -170,10 +174,10 @@ def _x_power(n: int) -> int:
 def crc32(data: bytes) -> int:
     """zlib.crc32(data), without reading its constant parts again: their CRCs are combined in."""
     crc, start, view = 0, 0, memoryview(data)
-    for blob, (blob_crc, shift) in _CONSTANT_CRC.items():
+    for blob, part in _constants().items():
         at = find_part(data, blob, start) if len(data) - start >= len(blob) else -1
         if at >= 0:
-            crc = _times(shift, zlib.crc32(view[start:at], crc)) ^ blob_crc
+            crc = _times(part.shift, zlib.crc32(view[start:at], crc)) ^ part.crc
             start = at + len(blob)
     return zlib.crc32(view[start:], crc)
 
@@ -198,10 +202,10 @@ def find_part(data: bytes, part: bytes, start: int = 0) -> int:
 def deflate(data: bytes) -> bytes:
     """Raw deflate (zip method 8) of data; its constant parts come from their cache."""
     parts, start = [], 0
-    for blob, packed in _CONSTANT.items():
+    for blob, part in _constants().items():
         at = find_part(data, blob, start) if len(data) - start >= len(blob) else -1
         if at >= 0:
-            parts += [_deflate_part(data[start:at]), packed]
+            parts += [_deflate_part(data[start:at]), part.packed]
             start = at + len(blob)
     compressor = zlib.compressobj(LEVEL, zlib.DEFLATED, -15)
     return b"".join(parts + [compressor.compress(data[start:]), compressor.flush(zlib.Z_FINISH)])
@@ -254,15 +258,14 @@ def _read(archive: zipfile.ZipFile, info: zipfile.ZipInfo) -> bytes:
         raise ArchiveError(f"{info.filename}: no local header at its offset")
     archive.fp.seek(info.header_offset + 30 + sum(struct.unpack("<HH", header[26:30])))
     raw = archive.fp.read(info.compress_size)
-    for blob, packed in _CONSTANT.items():
-        at = find_part(raw, packed)
+    for blob, part in _constants().items():
+        at = find_part(raw, part.packed)
         if at >= 0:
             try:
-                before, after = zlib.decompressobj(-15).decompress(raw[:at]), zlib.decompress(raw[at + len(packed):], -15)
+                before, after = zlib.decompressobj(-15).decompress(raw[:at]), zlib.decompress(raw[at + len(part.packed):], -15)
             except zlib.error as exc:
                 raise ArchiveError(f"{info.filename}: does not inflate: {exc}") from exc
-            blob_crc, shift = _CONSTANT_CRC[blob]
-            crc = zlib.crc32(after, _times(shift, zlib.crc32(before)) ^ blob_crc)   # the part's bytes are known
+            crc = zlib.crc32(after, _times(part.shift, zlib.crc32(before)) ^ part.crc)   # the part's bytes are known
             data = b"".join((before, blob, after))
             if len(data) != info.file_size or crc != info.CRC:
                 raise ArchiveError(f"{info.filename}: its size or CRC differs from its header")

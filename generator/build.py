@@ -19,21 +19,23 @@ from __future__ import annotations
 import hashlib
 import json
 import multiprocessing
-import os
+import pickle
+import queue
 import shutil
 import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from multiprocessing.reduction import ForkingPickler
 from typing import Any, Callable, Iterator
 
-from generator.archive import forget_deflated, recover_dir, replace_dir, zip_pack
+from generator.archive import recover_dir, replace_dir, zip_pack
 from generator.errors import CoursepackError, VerificationError
 from generator.translate import draft_summary, release_gate
-from generator.leaks import LeakError, fingerprints, forget_lines, scan_bundle, scan_files, scan_pack_zip
+from generator.leaks import LeakError, fingerprints, scan_bundle, scan_files, scan_pack_zip
 from generator.leaks import prepare as prepare_leak_scan
 from generator.loader import CourseContent, Lesson, load_content
-from generator.pack import EDITIONS, Edition, Pack, forget_digests
+from generator.pack import EDITIONS, Edition, Pack
 from generator.pairing import edition_drift
 from generator.render import (LessonContext, check_templates, checker_data, finalize_pack, jinja_env, mistake_code,
                               render_pack)
@@ -41,7 +43,7 @@ from generator.report import report_data, write_reports
 from generator import verify as V
 from generator.bundle import CourseBundle, LessonFolder, lesson_folder
 from generator.html import mermaid_file
-from generator.markdown import forget_sections
+from generator.memo import build_memo, lesson_memo
 from generator.quarto import QuartoLesson, QuartoWriter, project_leaks, quarto_lesson
 from generator.cache import BuildCache, read_json, write_json
 from generator.runners import default_jobs, make_runner
@@ -128,7 +130,8 @@ def rendered(content: CourseContent, options: BuildOptions, env) -> Iterator[tup
     every lesson are raised together, as one LeakError, after the last."""
     problems = []
     for lesson, locale in selected(content, options):
-        editions, found = checked_lesson(content, lesson, locale, env)
+        with lesson_memo():   # what a lesson's documents share is kept for this lesson only
+            editions, found = checked_lesson(content, lesson, locale, env)
         problems += found
         yield lesson, locale, editions
     if problems:
@@ -148,9 +151,10 @@ def _neighbours(content: CourseContent, lesson: Lesson) -> list[tuple[str, int]]
 def render_all(content: CourseContent, options: BuildOptions) -> dict[tuple[str, str], Editions]:
     """Every pack in memory, grouped by (lesson, locale); leak-scanned (for tests and tools: a build
     renders lesson by lesson)."""
-    env = jinja_env(options.templates)
-    check_templates(env)
-    return {(lesson.spec.id, locale): editions for lesson, locale, editions in rendered(content, options, env)}
+    with build_memo():
+        env = jinja_env(options.templates)
+        check_templates(env)
+        return {(lesson.spec.id, locale): editions for lesson, locale, editions in rendered(content, options, env)}
 
 
 def inputs_digest(options: BuildOptions, runner_stamp: str) -> str:
@@ -167,23 +171,8 @@ def inputs_digest(options: BuildOptions, runner_stamp: str) -> str:
     return digest.hexdigest()
 
 
-_HASHED: dict[tuple, bytes] = {}
-
-
 def _file_hash(path: Path) -> bytes:
-    """sha256 of a file, kept in this process by its stat (a process that builds again, the
-    generator's 3.5 MB of mermaid among them). As git does against racy edits, a file changed
-    in the last two seconds is always read: a same-size edit within one timestamp tick."""
-    stat = path.stat()
-    key = (str(path), stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns, stat.st_ino)
-    if key in _HASHED:
-        return _HASHED[key]
-    value = hashlib.sha256(path.read_bytes()).digest()
-    if time.time_ns() - max(stat.st_mtime_ns, stat.st_ctime_ns) > 2_000_000_000:
-        if len(_HASHED) > 50_000:
-            _HASHED.clear()
-        _HASHED[key] = value
-    return value
+    return hashlib.sha256(path.read_bytes()).digest()
 
 
 def _up_to_date(options: BuildOptions, digest: str) -> dict | None:
@@ -210,6 +199,12 @@ def _sha256(path: Path) -> str:
 
 
 def build(options: BuildOptions, progress: Progress = _stderr) -> BuildResult:
+    """A build, with its own memo (generator.memo): dropped when it returns."""
+    with build_memo():
+        return _build_once(options, progress)
+
+
+def _build_once(options: BuildOptions, progress: Progress) -> BuildResult:
     started = time.monotonic()
     options.out.mkdir(parents=True, exist_ok=True)
     recover_dir(options.out / "dist")
@@ -363,10 +358,12 @@ class _Released:
 
 def _release_lesson(content: CourseContent, env, lesson: Lesson, locale: str, record: dict | None,
                     hashes: dict | None, bundles: bool) -> _Released:
-    forget_sections()   # what a lesson's documents share is kept for this lesson only
-    forget_lines()
-    forget_deflated()
-    forget_digests()
+    with lesson_memo():   # what a lesson's documents share is kept for this lesson only
+        return _release_in_memo(content, env, lesson, locale, record, hashes, bundles)
+
+
+def _release_in_memo(content: CourseContent, env, lesson: Lesson, locale: str, record: dict | None,
+                     hashes: dict | None, bundles: bool) -> _Released:
     if hashes is None:
         editions, problems = checked_lesson(content, lesson, locale, env, page=False)
     else:   # rendered again for its zips: the packs that were verified, or an error
@@ -398,28 +395,63 @@ def _release_lesson(content: CourseContent, env, lesson: Lesson, locale: str, re
     return _Released(zips, problems, prints, folders, quarto)
 
 
-_WORK: Callable[[int], Any] | None = None   # what in_processes' workers call (they inherit it when forked)
-
-
-def _work(index: int) -> Any:
-    return _WORK(index)
-
-
 def in_processes(work: Callable[[int], Any], count: int, jobs: int) -> Iterator[Any]:
     """work(0), work(1), ... work(count - 1), in order, done by up to `jobs` processes forked from
-    this one (they share what it has loaded; each result comes back pickled, so it should be small).
-    In this process where there is one job or one item, or no fork (not Linux or macOS)."""
-    global _WORK
+    this one (they share what it has loaded, work among it: it is their argument, never pickled;
+    each result comes back pickled, so it should be small). In this process where there is one job
+    or one item, or no fork (not Linux or macOS)."""
     jobs = min(jobs, count)
     if jobs < 2 or "fork" not in multiprocessing.get_all_start_methods():
         yield from map(work, range(count))
         return
-    _WORK = work
+    context = multiprocessing.get_context("fork")
+    tasks, results = context.SimpleQueue(), context.Queue()
+    for index in [*range(count), *[None] * jobs]:
+        tasks.put(index)
+    workers = [context.Process(target=_serve, args=(work, tasks, results), daemon=True) for _ in range(jobs)]
+    for worker in workers:
+        worker.start()
     try:
-        with multiprocessing.get_context("fork").Pool(jobs) as pool:
-            yield from pool.imap(_work, range(count))
+        yield from _in_order(results, workers, count)
     finally:
-        _WORK = None
+        for worker in workers:
+            if worker.is_alive():
+                worker.terminate()
+            worker.join()
+
+
+def _serve(work: Callable[[int], Any], tasks, results) -> None:
+    """A forked worker: work(index) for each index it takes, until None; each answer (index, error,
+    value) on results."""
+    for index in iter(tasks.get, None):
+        try:
+            answer = (index, None, work(index))
+        except BaseException as exc:   # the build process raises it again
+            answer = (index, exc, None)
+        try:   # pickled here, not by the queue's thread, which would only print an error
+            payload = bytes(ForkingPickler.dumps(answer))
+        except Exception as exc:
+            payload = bytes(ForkingPickler.dumps((index, CoursepackError(f"a worker's answer cannot be sent back: {exc!r}"), None)))
+        results.put(payload)
+
+
+def _in_order(results, workers: list, count: int) -> Iterator[Any]:
+    """The workers' values in index order; a worker's error raised here, as is a worker that died."""
+    waiting: dict[int, tuple[BaseException | None, Any]] = {}
+    for index in range(count):
+        while index not in waiting:
+            try:
+                got, error, value = pickle.loads(results.get(timeout=1.0))
+            except queue.Empty:
+                dead = [w.exitcode for w in workers if w.exitcode not in (None, 0)]
+                if dead:
+                    raise CoursepackError(f"a build worker process died (exit code {dead[0]})") from None
+                continue
+            waiting[got] = (error, value)
+        error, value = waiting.pop(index)
+        if error is not None:
+            raise error
+        yield value
 
 
 def _runner(options: BuildOptions, progress: Progress):
@@ -471,6 +503,11 @@ def clean(options: BuildOptions) -> None:
 
 def verify_only(options: BuildOptions, progress: Progress = _stderr) -> dict:
     """The gate alone: render and verify every pack, write the reports, zip nothing."""
+    with build_memo():
+        return _verify_only(options, progress)
+
+
+def _verify_only(options: BuildOptions, progress: Progress) -> dict:
     started = time.monotonic()
     result = BuildResult()
     options.out.mkdir(parents=True, exist_ok=True)

@@ -32,9 +32,7 @@ from __future__ import annotations
 
 import json
 import re
-import threading
 import unicodedata
-from functools import lru_cache
 from html import escape, unescape
 from pathlib import Path
 
@@ -54,6 +52,7 @@ from generator import charts as C
 from generator.archive import constant_part, find_part
 from generator.errors import CoursepackError
 from generator.markdown import EXTERNAL, _slug, parse_by_section
+from generator.memo import per_build, per_lesson
 
 TEMPLATE = "pack/lesson.html.j2"
 CSP = "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data:"
@@ -94,13 +93,13 @@ def lesson_html(markdown_text: str, *, lang: str, title: str, env: jinja2.Enviro
     return b"".join((head.encode("utf-8"), _mermaid_bytes(), tail.encode("utf-8")))   # one copy of 3.6 MB, not two
 
 
-@lru_cache(maxsize=256)
+@per_lesson
 def _body(markdown_text: str, bench_json: str, labels_json: str) -> tuple[str, int]:
     """The page body's HTML and its number of mermaid figures. Kept per input: a build renders
     each page twice (early for the checks, final with the bench) and the bundles render it again."""
     labels = json.loads(labels_json)
-    md = _markdown()
-    failures = _FAILURES.current = []
+    md, failures = _markdown()
+    failures.clear()
     tokens = parse_by_section(md, markdown_text, lines=False)
     ids = [t.attrs.get("id") for t in tokens if t.type == "heading_open"]
     if len(set(ids)) < len(ids):   # the anchors' numbering of repeated headings spans sections
@@ -140,22 +139,14 @@ def page_labels(ui, text) -> dict[str, str]:
 
 # --- markdown ----------------------------------------------------------------------------------
 
-class _Failures(threading.local):
-    """The formulas of the page being rendered that do not convert (one page at a time per thread)."""
-
-    current: list[str] = []
-
-
-_FAILURES = _Failures()
-
-
-@lru_cache(maxsize=1)
-def _markdown() -> MarkdownIt:
-    """The page parser, one per process (it keeps no state between pages): the formulas that fail
-    are noted in _FAILURES.current."""
+@per_build
+def _markdown() -> tuple[MarkdownIt, list[str]]:
+    """The page parser, one per build (it keeps no state between pages), and the list where it
+    notes the formulas of the page being rendered that do not convert (_body empties it first)."""
+    failures: list[str] = []
     md = MarkdownIt("commonmark", {"html": True, "highlight": _highlight}).enable(["table", "strikethrough"])
     dollarmath_plugin(md, double_inline=True, allow_labels=False,
-                      renderer=lambda latex, options: _math(latex, options["display_mode"], _FAILURES.current))
+                      renderer=lambda latex, options: _math(latex, options["display_mode"], failures))
     anchors_plugin(md, min_level=1, max_level=6, slug_func=_slug, permalink=True, permalinkSymbol="#")
     default_fence = md.renderer.rules["fence"]
 
@@ -167,14 +158,14 @@ def _markdown() -> MarkdownIt:
 
     md.add_render_rule("fence", fence)
     md.add_render_rule("softbreak", _softbreak)
-    md.renderer.renderInline = _kept_inline(md.renderer.renderInline)
-    return md
+    md.renderer.renderInline = _kept_inline(md.renderer.renderInline, failures)
+    return md, failures
 
 
 INLINE_KEPT = 4096
 
 
-def _kept_inline(render_inline):
+def _kept_inline(render_inline, failures: list[str]):
     """renderInline, kept per list of inline tokens: the pages of a lesson share most of their parsed
     tokens (parse_by_section), and an inline's HTML depends on its tokens alone. Kept by identity
     (the list is held with its HTML); not kept where a formula failed, so that each page reports it."""
@@ -184,9 +175,9 @@ def _kept_inline(render_inline):
         found = kept.get(id(tokens))
         if found is not None and found[0] is tokens:
             return found[1]
-        failures = len(_FAILURES.current)
+        failed = len(failures)
         html = render_inline(tokens, options, env)
-        if len(_FAILURES.current) == failures:
+        if len(failures) == failed:
             if len(kept) >= INLINE_KEPT:
                 kept.clear()
             kept[id(tokens)] = (tokens, html)
@@ -218,7 +209,7 @@ def _math(latex: str, display: bool, failures: list[str]) -> str:
     return html
 
 
-@lru_cache(maxsize=4096)
+@per_build
 def _converted(latex: str, display: bool) -> tuple[str, str | None]:
     """(HTML, the failure to report or None) for one formula; kept per formula: every pack of a
     lesson, both editions and the bundle, shows the same ones."""
@@ -245,7 +236,7 @@ def _highlight(code: str, lang: str, attrs: str) -> str:
     return _highlighted(code, lang)
 
 
-@lru_cache(maxsize=1024)
+@per_build
 def _highlighted(code: str, lang: str) -> str:
     """Highlighted HTML of one code block, kept per block (the same code is in many pages)."""
     try:
@@ -258,7 +249,7 @@ def _highlighted(code: str, lang: str) -> str:
     return f'<pre class="highlight"><code class="language-{escape(lang)}">{body}</code></pre>\n'
 
 
-@lru_cache(maxsize=1)
+@per_build
 def _highlight_css() -> str:
     light = HtmlFormatter(style="default").get_style_defs(".highlight")
     dark = HtmlFormatter(style="github-dark").get_style_defs(".highlight")
@@ -346,7 +337,7 @@ def _sections(tokens: list[Token]) -> list[Token]:
 
 # --- mermaid -----------------------------------------------------------------------------------
 
-@lru_cache(maxsize=1)
+@per_build
 def mermaid_script() -> str:
     """The vendored mermaid with its licence, checked: pinned bytes, nothing that ends a script."""
     import hashlib
@@ -365,7 +356,7 @@ def mermaid_script() -> str:
     return f"/*! mermaid {MERMAID_VERSION} (https://github.com/mermaid-js/mermaid)\n{licence}*/\n{code}"
 
 
-@lru_cache(maxsize=1)
+@per_build
 def _mermaid_bytes() -> bytes:
     return constant_part(mermaid_script().strip("\n").encode("utf-8"))   # every page's zip entry reuses its deflate
 

@@ -16,15 +16,16 @@ import re
 import unicodedata
 import zipfile
 from dataclasses import dataclass
-from functools import lru_cache
 from pathlib import Path
 from typing import Iterable
 
+from generator import memo
 from generator.checker.join import joined
 from generator.codegen import render_code
 from generator.errors import CoursepackError
 from generator.html import page_text, strip_vendored
 from generator.loader import Lesson
+from generator.memo import per_build
 from generator.pack import Pack, file_digest
 
 MIN_CHUNK = 12
@@ -54,22 +55,12 @@ def normalise(text: str) -> str:
     return IGNORED.sub("", unicodedata.normalize("NFKC", text).lower())
 
 
-_LINES: dict[str, str] = {}
-LINES_KEPT = 1 << 16
-
-
-def forget_lines() -> None:
-    """Let go of the kept lines (a build does before each lesson x locale; see markdown.forget_sections),
-    but the checker's own (_checker_lines): its generic code is the same in every check.py of every course."""
-    _LINES.clear()
-
-
-@lru_cache(maxsize=1)
+@per_build
 def _checker_lines() -> dict[str, str]:
     return {line: normalise(line) for line in joined().split("\n")}
 
 
-@lru_cache(maxsize=1)
+@per_build
 def _checker_words() -> str:
     return normalise_lines(joined())
 
@@ -85,9 +76,7 @@ def normalise_lines(text: str) -> str:
     normalisation, case mapping or ignored character reaches across a line break. A lesson's
     exercise files are scanned as its zip, its course-bundle folder and its Quarto folder hold
     them, and most of their lines are the same."""
-    if len(_LINES) > LINES_KEPT:
-        _LINES.clear()
-    kept, checker = _LINES, _checker_lines()
+    kept, checker = memo.table("leaks.lines", lesson=True), _checker_lines()
     out = []
     for line in text.split("\n"):
         found = checker.get(line)
@@ -156,23 +145,19 @@ class _Prints(tuple):
         return self
 
 
-_SCANNED: dict[tuple, list[tuple[str, str]]] = {}
-
-
 def _scan_file(name: str, data: bytes, prints: _Prints) -> list[tuple[str, str]]:
     """(view, source of the first fingerprint found in it) for each view of one file that leaks.
-    Kept by content and kind in this process: a build scans the same file in a lesson's zip, in
+    Kept by content and kind for the lesson x locale (its memo): a build scans the same file in a lesson's zip, in
     its course bundle and, before verification, rendered (its sha256 is the manifest's, kept by
     pack.file_digest)."""
     kind = next((suffix for suffix in (".ipynb", ".html", ".js") if name.endswith(suffix)), "")
     key = (kind, file_digest(data), prints.digest)
-    if key not in _SCANNED:
-        if len(_SCANNED) > 4096:
-            _SCANNED.clear()
+    scanned = memo.table("leaks.scanned", lesson=True)
+    if key not in scanned:
         if kind in (".html", ".js"):   # the vendored mermaid is pinned by its sha256: not lesson material
             data = strip_vendored(data)
-        _SCANNED[key] = _first_hits(kind, data, prints)
-    return [(name + view, source) for view, source in _SCANNED[key]]
+        scanned[key] = _first_hits(kind, data, prints)
+    return [(name + view, source) for view, source in scanned[key]]
 
 
 def _first_hits(kind: str, data: bytes, prints: tuple[Fingerprint, ...]) -> list[tuple[str, str]]:

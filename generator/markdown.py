@@ -16,6 +16,8 @@ from functools import lru_cache
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
+from generator import memo
+
 CELL_ROLES = {"exercise": "exercise", "nb-setup": "setup", "nb-check": "check", "answer": "answer"}
 NOTEBOOK_ONLY = {"nb-setup", "nb-check"}
 EXTERNAL = re.compile(r"^(https?:|mailto:)")
@@ -48,7 +50,7 @@ def unit_problems(text: str) -> list[tuple[int, str]]:
     return list(_unit_problems(text))
 
 
-@lru_cache(maxsize=8192)
+@memo.per_build
 def _unit_problems(text: str) -> tuple[tuple[int, str], ...]:
     found = []
     tokens = _parser(html=True).parse(text)
@@ -151,7 +153,6 @@ def parse_blocks(text: str) -> list[Token]:
 # What can put a $ into an inline's text or make a link or an image: a $ or a bracket, an entity,
 # a URL autolink (its text is percent-decoded). Inline content without any of them has neither.
 INLINE_PROBLEM = re.compile(r"[$\[]|&#?\w+;|<[A-Za-z][A-Za-z0-9+.\-]{1,31}:")
-_INLINE: dict[str, list[Token]] = {}   # inline content -> its children, as the full parse makes them
 
 
 def _children(content: str) -> list[Token]:
@@ -159,19 +160,16 @@ def _children(content: str) -> list[Token]:
     check_markdown; none where INLINE_PROBLEM finds nothing."""
     if not INLINE_PROBLEM.search(content):
         return []
-    found = _INLINE.get(content)
+    kept = memo.table("markdown.inline", lesson=True)   # inline content -> its children, as the full parse makes them
+    found = kept.get(content)
     if found is None:
-        if len(_INLINE) >= SECTIONS_KEPT:
-            _INLINE.clear()
-        found = _INLINE[content] = _parser().parseInline(content)[0].children   # the core rules on this content alone
+        found = kept[content] = _parser().parseInline(content)[0].children   # the core rules on this content alone
     return found
 
 
 HEADING_LINE = re.compile(r"#{1,6}(?:[ \t]|$)")
 FENCE_LINE = re.compile(r" {0,3}(`{3,}|~{3,})")
 REFERENCE_LINE = re.compile(r"^ {0,3}\[(?:[^\]\\\n]|\\.)+\]:", re.M)
-_SECTIONS: dict[tuple, list[Token]] = {}   # (parser, section[, first line]) -> its tokens
-SECTIONS_KEPT = 512
 
 
 def parse_by_section(md: MarkdownIt, text: str, lines: bool = True) -> list[Token]:
@@ -184,17 +182,16 @@ def parse_by_section(md: MarkdownIt, text: str, lines: bool = True) -> list[Toke
     if REFERENCE_LINE.search(text):
         return md.parse(text)
     tokens: list[Token] = []
+    kept = memo.table("markdown.sections", lesson=True)   # (parser, section[, first line]) -> its tokens
     for first, section in _sections(text):
         key = (id(md), section)
-        found = _SECTIONS.get(key)
+        found = kept.get(key)
         if found is None:
-            if len(_SECTIONS) >= SECTIONS_KEPT:
-                _SECTIONS.clear()
-            found = _SECTIONS[key] = md.parse(section)
+            found = kept[key] = md.parse(section)
         if first and lines:
-            moved = _SECTIONS.get((id(md), section, first))   # the same section at the same line: zip and bundle
+            moved = kept.get((id(md), section, first))   # the same section at the same line: zip and bundle
             if moved is None:
-                moved = _SECTIONS[(id(md), section, first)] = [_moved(t, first) if t.map else t for t in found]
+                moved = kept[(id(md), section, first)] = [_moved(t, first) if t.map else t for t in found]
             found = moved
         tokens += found
     return tokens
@@ -212,14 +209,6 @@ def _moved(token: Token, lines: int) -> Token:
     moved.info, moved.meta, moved.block, moved.hidden = token.info, token.meta, token.block, token.hidden
     moved.map = [token.map[0] + lines, token.map[1] + lines]
     return moved
-
-
-def forget_sections() -> None:
-    """Let go of the kept sections: a build calls this before each lesson x locale, so that what
-    is shared is a lesson's own documents, as in any course (the synthetic course of
-    bench/build_bench.py, copies of one lesson, would otherwise share sections across lessons)."""
-    _SECTIONS.clear()
-    _INLINE.clear()
 
 
 def _sections(text: str) -> list[tuple[int, str]]:

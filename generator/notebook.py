@@ -14,6 +14,7 @@ import json
 import nbformat
 from nbformat import v4
 
+from generator import memo
 from generator.markdown import Cell
 
 PART_KEY = "coursepack"   # cell metadata {"coursepack": {"part": ID}}: the answer place of rubric part ID
@@ -38,20 +39,16 @@ def _write(notebook: dict) -> bytes:
     return (text + "\n").encode()
 
 
-_VALID: set[str] = set()   # the shapes of notebooks validated so far
-
-
 def _validate(notebook: dict) -> None:
     """nbformat.validate(notebook), once per shape: the schema takes any string as a cell's source,
     so a notebook is valid exactly when the same with its sources emptied is. A pack's notebooks
     (rendered early and final, alone and in its course bundle) have one shape."""
     shape = json.dumps({**notebook, "cells": [{**cell, "source": ""} if isinstance(cell["source"], str) else cell
                                                for cell in notebook["cells"]]}, sort_keys=True)
-    if shape not in _VALID:
+    valid = memo.table("notebook.valid")   # the shapes of notebooks validated so far in this build
+    if shape not in valid:
         nbformat.validate(notebook)
-        if len(_VALID) >= 256:
-            _VALID.clear()
-        _VALID.add(shape)
+        valid[shape] = True
 
 
 def build_notebook(cells: list[Cell], language: str, title: str) -> bytes:

@@ -7,6 +7,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Literal
 
+from generator import memo
+
 Edition = Literal["exercise", "answer"]
 EDITIONS: tuple[Edition, ...] = ("exercise", "answer")
 # Files written after verification: they never take part in it. (lesson.html is rendered early
@@ -38,27 +40,17 @@ class Pack:
         return digest.hexdigest()
 
 
-_DIGESTS: dict[int, tuple[bytes, str]] = {}   # id of a file's bytes -> (those bytes, their sha256)
-DIGESTS_KEPT = 1024
-
-
 def file_digest(data: bytes) -> str:
-    """sha256 of a file's bytes, hex; kept by the bytes object itself (held here, so its id stays
-    its own): a lesson's manifest, its bundle folder, its Quarto folder and its zip's read-back all
-    ask for the same objects' digests."""
-    found = _DIGESTS.get(id(data))
+    """sha256 of a file's bytes, hex; kept for the lesson by the bytes object itself (held in the
+    memo, so its id stays its own): a lesson's manifest, its bundle folder, its Quarto folder and
+    its zip's read-back all ask for the same objects' digests."""
+    kept = memo.table("pack.digests", lesson=True)
+    found = kept.get(id(data))
     if found is not None and found[0] is data:
         return found[1]
-    if len(_DIGESTS) >= DIGESTS_KEPT:
-        _DIGESTS.clear()
     digest = hashlib.sha256(data).hexdigest()
-    _DIGESTS[id(data)] = (data, digest)
+    kept[id(data)] = (data, digest)
     return digest
-
-
-def forget_digests() -> None:
-    """Let go of the kept digests and the files they hold (a build does before each lesson x locale)."""
-    _DIGESTS.clear()
 
 
 def manifest(pack: Pack, verification: dict | None, digests: dict[str, str] | None = None) -> bytes:

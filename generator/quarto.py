@@ -24,6 +24,7 @@ from typing import Iterator
 
 import jinja2
 
+from generator import memo
 from generator.archive import Entry, ZipWriter
 from generator.leaks import fingerprints, scan_files
 from generator.loader import CourseContent, Lesson
@@ -93,18 +94,17 @@ def project_name(content: CourseContent, locale: str) -> str:
     return Pack(content.course.id, locale, EDITION).name
 
 
-_NAMES: list = [None, None]   # [the course content they were made for, (names, answer-only names)]
-
-
 def _project_names(content: CourseContent) -> tuple[set[str], list[str]]:
-    """(every file the project holds, the answer-only ones sorted), kept for the last course in
-    this process (held, so that another course loaded later is never taken for it): each lesson's
-    page is checked against them."""
-    if _NAMES[0] is not content:
+    """(every file the project holds, the answer-only ones sorted), kept for the build (with the
+    content they were made for, so that its id stays its own): each lesson's page is checked
+    against them."""
+    kept = memo.table("quarto.names")
+    found = kept.get(id(content))
+    if found is None or found[0] is not content:
         names = {f"{lesson.spec.id}/{name}" for lesson in content.published for name in _lesson_names(lesson)}
         names |= set(TOP_FILES)
-        _NAMES[:] = [content, (names, sorted(name for name in names if ANSWER_DIR in name.split("/")[:-1]))]
-    return _NAMES[1]
+        found = kept[id(content)] = (content, (names, sorted(name for name in names if ANSWER_DIR in name.split("/")[:-1])))
+    return found[1]
 
 
 class QuartoWriter:

@@ -6,7 +6,6 @@ import dataclasses
 import json
 import re
 from dataclasses import dataclass
-from functools import lru_cache
 from pathlib import Path
 
 import jinja2
@@ -19,6 +18,7 @@ from generator.errors import ContentError, CoursepackError, Location, Problem
 from generator.html import pack_page
 from generator.loader import OPTIONAL_REASONS, CourseContent, Lesson
 from generator.markdown import Cell, check_markdown, parse_blocks, split_cells
+from generator.memo import per_build
 from generator.model import LessonText, Locale, Mistake
 from generator.notebook import build_notebook
 from generator.pack import Edition, Pack, manifest
@@ -30,10 +30,10 @@ class RenderError(CoursepackError):
     pass
 
 
-@lru_cache(maxsize=8)
+@per_build
 def jinja_env(templates: Path) -> jinja2.Environment:
-    """The one template environment: strict, explicit loader, predictable whitespace. Cached:
-    compiled templates are reused, and Jinja reloads a template whose file changed."""
+    """The one template environment: strict, explicit loader, predictable whitespace. One per
+    build (its memo): compiled templates are reused, and Jinja reloads a template whose file changed."""
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(str(templates)),
         undefined=jinja2.StrictUndefined,
@@ -282,10 +282,10 @@ def checker_source(ctx: LessonContext) -> str:
     return with_data(json.dumps(checker_data(ctx), ensure_ascii=False, indent=1, sort_keys=True))
 
 
-@lru_cache(maxsize=1)
+@per_build
 def _checker_code_after_data() -> bytes:
     """The generic checker after its data line (114 KB), the same in every check.py: deflated once
-    per process for all the zips that hold one (archive.constant_part)."""
+    per build for all the zips that hold one (archive.constant_part)."""
     return constant_part(joined().split(DATA_LINE, 1)[1].encode())
 
 

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from generator.build import BuildOptions, build
+from generator.memo import build_memo
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -60,6 +61,13 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(skip)
     rank = {name: i for i, name in enumerate(FIRST)}
     items.sort(key=lambda item: rank.get(item.path.name, len(FIRST)))   # stable: the rest keep their order
+
+
+@pytest.fixture(autouse=True)
+def _memo():
+    """Each test runs as a build does, with a memo of its own (generator.memo), dropped after it."""
+    with build_memo():
+        yield
 
 
 def copy_course(source: Path, into: Path, **kw) -> None:

@@ -450,17 +450,13 @@ def test_pages_that_share_sections_render_them_as_alone():
     """An inline's HTML is kept per parsed tokens (the pages of a lesson share them): a page is the
     same whether its sections were rendered before or not, and a formula that fails is reported by
     every page that shows it."""
-    from generator import html as H
-    from generator.markdown import forget_sections
+    from generator.memo import build_memo
     other = LESSON.replace("# Lesson 3", "# Lesson 3, the other edition", 1) + "\nOne more $y$ line.\n"
-    forget_sections()
-    H._body.cache_clear()
-    shared = [page(), page(other)]
+    with build_memo():
+        shared = [page(), page(other)]
     for text, expected in ((LESSON, shared[0]), (other, shared[1])):
-        forget_sections()
-        H._body.cache_clear()
-        H._markdown.cache_clear()   # a parser and its kept HTML made anew: nothing rendered before
-        assert page(text) == expected
+        with build_memo():   # a parser and its kept HTML made anew: nothing rendered before
+            assert page(text) == expected
     bad = "# T\n\nText $\\foo{x}$ here.\n\n## Next\n\nMore.\n"
     for text in (bad, bad.replace("More.", "Other.")):
         with pytest.raises(HtmlError, match=r"unsupported command \\foo"):

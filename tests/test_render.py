@@ -88,12 +88,13 @@ def test_a_notebook_is_validated_once_per_shape_and_an_invalid_one_still_fails()
     sources may differ; a cell of another kind, a bad id or a source that is not text is checked."""
     import pytest
     from generator.markdown import Cell
-    from generator.notebook import _VALID, _validate, build_notebook
+    from generator.memo import current
+    from generator.notebook import _validate, build_notebook
     cells = [Cell("markdown", "# Title"), Cell("code", "x = 1", "exercise")]
     build_notebook(cells, "en", "T")
-    shapes = len(_VALID)
+    shapes = current().sizes()["notebook.valid"]
     build_notebook([Cell("markdown", "# Other words"), Cell("code", "y = 2", "exercise")], "en", "T")
-    assert len(_VALID) == shapes   # the same shape: not validated again
+    assert current().sizes()["notebook.valid"] == shapes   # the same shape: not validated again
     good = json.loads(build_notebook(cells, "en", "T"))
     for cell in good["cells"]:
         cell["source"] = "".join(cell["source"])
