@@ -7,6 +7,8 @@ Gradescope results and a class summary. One job per module:
   roster.py      the optional roster: names, languages, other ids
   tasks.py       units of distinct code, the results cache, job folders, harvesting results
   rows.py        one row per student: status, points, flags
+  answers.py     each student's answers to the rubric's manual parts, from notebooks and reports -> answers.json
+  rubric.py      rubric.json (parts, points, texts, vetoes) and totals(): the total and the pass rule
   gradebook.py   grades.csv
   feedback.py    feedback/<student>.md and .html
   gradescope.py  gradescope/<student>/results.json, and the autograder container's paths
