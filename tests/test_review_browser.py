@@ -67,6 +67,12 @@ def _wait_saved(driver, form_css: str = "form.score") -> str:
     return driver.find_element("css selector", state).text
 
 
+def _wait_conflict(driver) -> str:
+    from selenium.webdriver.support.ui import WebDriverWait
+    WebDriverWait(driver, 10).until(lambda d: "Someone saved" in d.find_element("css selector", "form.score .state").text)
+    return driver.find_element("css selector", "form.score .state").text
+
+
 def _key(driver, key: str) -> None:
     from selenium.webdriver.common.action_chains import ActionChains
     ActionChains(driver).send_keys(key).perform()
@@ -106,6 +112,14 @@ def test_grade_q1_with_keys_veto_reload_and_export(served, tmp_path):
         driver.get(f"{base}/part/q1/{at}?lang=en")
         assert driver.find_element("css selector", "input[name=points]").get_attribute("value") == points
     _screenshots(driver, base)
+
+    driver.get(f"{base}/part/q1/0?lang=en")   # another grader saves Q1 of s001 behind this page's back
+    Gradebook(folder).set_score("s001", "q1", 1, "bob's", 1, "bob")
+    _key(driver, "0")
+    conflict = _wait_conflict(driver)
+    assert "Someone saved this since you opened it: now 1 points (version 2)" in conflict
+    assert Gradebook(folder).scores()[("s001", "q1")].comment == "bob's"
+    Gradebook(folder).set_score("s001", "q1", 2, "", 2, "ann")   # back, for the totals below
 
     canvas, moodle, sheet = tmp_path / "canvas.csv", tmp_path / "moodle.csv", tmp_path / "worksheet.csv"
     export(folder, "canvas", canvas, assignment="Lesson 3")

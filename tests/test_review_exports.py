@@ -237,3 +237,11 @@ def test_roster_aliases_give_canvas_ids_and_moodle_participants(book, tmp_path):
     applied = moodle_import((tmp_path / "m.csv").read_text(encoding="utf-8"), {"8": "s001", "9": "s002", "10": "s003"},
                             10, {})
     assert applied["s001"][0] == 9 and applied["s003"][0] is None
+
+
+def test_a_file_that_is_not_a_canvas_export_is_refused(book, tmp_path):
+    wrong = tmp_path / "not-canvas.csv"
+    wrong.write_text("name,score\nx,1\n", encoding="utf-8")
+    with pytest.raises(ReviewError, match=r"not-canvas.csv:1: not a Canvas gradebook export"):
+        export(book.folder, "canvas", tmp_path / "c.csv", canvas_export=wrong)
+    assert not (tmp_path / "c.csv").exists()
