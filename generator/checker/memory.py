@@ -254,6 +254,8 @@ def stop_group(group, timeout=5.0):
         states = _group_states(group)
         if states and all(state in "TtZX" for state in states):
             return True
+        if "?" in states:
+            return False
         time.sleep(0.0005)
     return False
 
@@ -268,7 +270,11 @@ def resume_group(group):
 def _group_states(group):
     """The state letter of every thread of every process whose process group is group."""
     states = []
-    for entry in os.listdir("/proc"):
+    try:
+        entries = os.listdir("/proc")
+    except OSError:   # no /proc: nothing can be confirmed stopped
+        return ["?"]
+    for entry in entries:
         if entry.isdigit() and _stat(f"/proc/{entry}/stat", 2) == str(group):
             try:
                 tasks = os.listdir(f"/proc/{entry}/task")
