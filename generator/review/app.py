@@ -22,7 +22,7 @@ from markupsafe import Markup
 from flask import Flask, abort, jsonify, make_response, redirect, render_template, request
 
 from generator.review.codeview import code_lines, proposals
-from generator.review.exports import _number, write_grades_csv
+from generator.review.exports import number_text, write_grades_csv
 from generator.review.feedback import write_all_feedback, write_student_feedback
 from generator.review.render import markdown_html
 from generator.review.store import Conflict, Gradebook, ReviewError, manual_points
@@ -143,7 +143,7 @@ class View:
         ctx = self.context()
         ctx.update(values)
         ctx["t"] = lambda value: localized(value, ctx["locale"], ctx["source"])
-        ctx["num"] = _number
+        ctx["num"] = number_text
         ctx["progress"] = progress
         ctx["md"] = lambda text: Markup(markdown_html(text or ""))   # sanitized (render.py)
         ctx["config_token"] = self.settings.token

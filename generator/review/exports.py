@@ -44,7 +44,7 @@ def cell(value) -> str:
     if isinstance(value, Fixed):
         return str(value)
     if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return _number(value)
+        return number_text(value)
     return str(spreadsheet_safe("" if value is None else str(value)))
 
 
@@ -53,13 +53,13 @@ def uncell(text: str) -> str:
     return text[1:] if text.startswith("'") and text[1:].startswith(FORMULA_START) else text
 
 
-def _number(value: float | None) -> str:
+def number_text(value: float | None) -> str:
     if value is None:
         return ""
     return f"{value:g}" if float(value) != int(value) else str(int(value))
 
 
-def _csv(rows: list[list], header: list[str] | None = None) -> str:
+def csv_rows(rows: list[list], header: list[str] | None = None) -> str:
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\r\n")   # as grading's grades.csv (RFC 4180)
     if header:
@@ -90,13 +90,13 @@ def grades_csv(book: Gradebook, everyone: list[Standing] | None = None) -> str:
             row.update({f"manual_{p['id']}": p["points"] for p in rubric["parts"] if p.get("kind") == "manual"})
             row["max_total"] = rubric["max_total"]
         else:
-            row.update({f"manual_{p}": _number(found.manual[p]) for p in manual})
-            row.update(total=_number(found.result["total"]), max_total=found.result["max"],
+            row.update({f"manual_{p}": number_text(found.manual[p]) for p in manual})
+            row.update(total=number_text(found.result["total"]), max_total=found.result["max"],
                        result=result_text(found.result),
                        vetoes="; ".join(f"{v}: {reason}" for v, reason in found.vetoes.items()),
                        comments="; ".join(f"{p}: {c}" for p, c in found.comments.items()))
         rows.append([row.get(h, "") for h in header])
-    return _csv(rows, header)
+    return csv_rows(rows, header)
 
 
 def write_grades_csv(folder: Path) -> None:
@@ -126,7 +126,7 @@ def canvas_csv(book: Gradebook, assignment: str, per_part: bool = False, canvas_
         rows.append([match.get("Student") or student["name"] or student["id"], match.get("ID", ""),
                      match.get("SIS User ID", student["id"]), match.get("SIS Login ID", ""),
                      match.get("Section", "")] + [_canvas_score(s, part) for _, part in columns])
-    return _csv(rows, header)
+    return csv_rows(rows, header)
 
 
 def _canvas_score(s: Standing, part: str | None):
@@ -201,7 +201,7 @@ def moodle_csv(book: Gradebook, worksheet: Path | None, roster: dict[str, list[s
         raise ReviewError(f"{worksheet or 'the roster'}: no participant for {len(missing)} student(s): "
                           f"{', '.join(missing[:10])}" + (" ..." if len(missing) > 10 else "")
                           + " (matched by email address, full name or id, or a roster alias 'Participant <n>')")
-    return _csv(rows, MOODLE)
+    return csv_rows(rows, MOODLE)
 
 
 def read_moodle_worksheet(path: Path) -> dict[str, dict]:
@@ -249,7 +249,7 @@ def otter_csv(book: Gradebook) -> str:
         body.append([s.student["auto"].get("graded_file") or s.student["id"],
                      *[_otter_part(s, p) for p in parts], "" if total is None else total,
                      "" if total is None else round(total / rubric["max_total"], 4), status])
-    return _csv(rows + sorted(body, key=lambda r: r[0]), header)
+    return csv_rows(rows + sorted(body, key=lambda r: r[0]), header)
 
 
 def _otter_part(s: Standing, part: str):
@@ -271,7 +271,7 @@ def nbgrader_csv(book: Gradebook) -> str:
         rows.append([rubric["lesson"], "", student["auto"].get("date", ""), student["id"], last, first,
                      student.get("email", ""), "" if total is None else float(total), 0.0,
                      "" if total is None else max(0.0, float(total)), float(rubric["max_total"])])
-    return _csv(rows, NBGRADER)
+    return csv_rows(rows, NBGRADER)
 
 
 def export(folder: Path, fmt: str, out: Path, assignment: str | None = None, per_part: bool = False,

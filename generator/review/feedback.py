@@ -10,7 +10,7 @@ from pathlib import Path
 from generator.cache import write_text_atomically
 from generator.grade.pages import html_page, plain
 from generator.resources import TEMPLATES
-from generator.review.exports import _number
+from generator.review.exports import number_text
 from generator.review.store import Gradebook
 from generator.review.texts import localized, progress, words
 from generator.review.totals import Standing, standing
@@ -25,7 +25,7 @@ def manual_markdown(rubric: dict, s: Standing) -> list[str]:
         if part.get("kind") != "manual":
             continue
         got = s.manual.get(part["id"])
-        shown = f"{_number(got)} / {_number(part['points'])}" if got is not None else w["feedback_not_yet"]
+        shown = f"{number_text(got)} / {number_text(part['points'])}" if got is not None else w["feedback_not_yet"]
         lines.append(f"- **{plain(localized(part['title'], locale, source))}**: {shown}")
         if s.comments.get(part["id"]):
             lines.append(f"  {plain(s.comments[part['id']])}")
@@ -34,7 +34,7 @@ def manual_markdown(rubric: dict, s: Standing) -> list[str]:
     result = s.result
     if result["total"] is not None:
         verdict = w["pass"] if result["passed"] else w["fail"]
-        lines.append(f"- **{w['total']}**: {_number(result['total'])} / {_number(result['max'])} · {verdict}")
+        lines.append(f"- **{w['total']}**: {number_text(result['total'])} / {number_text(result['max'])} · {verdict}")
     else:
         lines.append(f"- **{w['result']}**: {progress(w, result['graded'])}")
     return lines + [""]

@@ -13,7 +13,7 @@ import math
 from pathlib import Path
 
 from generator.cache import write_text_atomically
-from generator.review.exports import _csv, _number, uncell, write_grades_csv
+from generator.review.exports import csv_rows, number_text, uncell, write_grades_csv
 from generator.review.feedback import write_student_feedback
 from generator.review.store import Gradebook, ReviewError, manual_points
 
@@ -31,9 +31,9 @@ def export_sheet(folder: Path, out: Path) -> int:
         for part, limit in limits.items():
             score = scores.get((student["id"], part))
             answer = student["answers"].get("parts", {}).get(part, {})
-            rows.append([student["id"], part, answer.get("text", ""), _number(score.points) if score else "",
+            rows.append([student["id"], part, answer.get("text", ""), number_text(score.points) if score else "",
                          limit, score.comment if score else "", score.version if score else 0])
-    write_text_atomically(out, _csv(rows, COLUMNS))
+    write_text_atomically(out, csv_rows(rows, COLUMNS))
     return len(rows)
 
 
@@ -140,7 +140,7 @@ class _Row:
         if not math.isfinite(value) or value < 0:
             self.wrong("points", f"{text} is below 0" if math.isfinite(value) else f"{text!r} is not a number")
         elif limit is not None and value > limit:
-            self.wrong("points", f"{text} is above the part's {_number(limit)}")
+            self.wrong("points", f"{text} is above the part's {number_text(limit)}")
         return value
 
     def version(self, current: int) -> int | None:
