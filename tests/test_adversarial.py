@@ -2,7 +2,13 @@
 deserve or to break out of the checker, each run through the trusted checker the way grading runs
 it (one session, many kernel files), in the sandbox and, for those that cannot harm this machine,
 without it. Each must get the verdict of its `# expect:` lines, and no file may crash or stall the
-checker. A small copy of lesson 3 (five cases) keeps the corpus fast in the interpreter."""
+checker. A small copy of lesson 3 (five cases) keeps the corpus fast in the interpreter.
+
+Each file is lesson 3's correct kernel (_kernel.py) followed by the file's own code, or, with
+`fill=EXPR`, the pack's exercise file with EXPR in its blank followed by the file's code (an
+attack on the blank itself, or code appended to a filled exercise). `newline=cr|mixed` and
+`encoding=NAME` (a coding cookie on line 1) say how the file is written; `score=N` the automatic
+points it must get; `status_gpu` its status on a GPU where it differs."""
 
 import os
 from pathlib import Path
@@ -45,15 +51,31 @@ def small_pack(tmp_path_factory) -> Path:
     return root / "packs" / "lesson03_relu-en-exercise"
 
 
+def submission_bytes(pack: Path, path: Path) -> bytes:
+    """The kernel file an attack is checked as: see the module's docstring."""
+    want = expectations(path)
+    if "fill" in want:
+        base = (pack / "relu.py").read_text(encoding="utf-8").replace("______", want["fill"], 1)
+    else:
+        base = (CORPUS / "_kernel.py").read_text(encoding="utf-8")
+    text = base + "\n\n" + path.read_text(encoding="utf-8")
+    if want.get("newline") == "cr":
+        text = text.replace("\n", "\r")
+    elif want.get("newline") == "mixed":
+        text = "".join(line + ("\r\n", "\r", "\n")[k % 3] for k, line in enumerate(text.split("\n")))
+    if "encoding" in want:
+        return f"# -*- coding: {want['encoding']} -*-\n{text}".encode(want["encoding"])
+    return text.encode("utf-8")
+
+
 def run_corpus(pack: Path, tmp_path: Path, sandbox: bool, gpu: bool = False) -> dict:
-    kernel = (CORPUS / "_kernel.py").read_text(encoding="utf-8")
     units = []
     for path in ATTACKS:
         if not sandbox and "sandbox_only" in expectations(path):
             continue
         folder = tmp_path / path.stem
         folder.mkdir()
-        (folder / "relu.py").write_text(kernel + "\n\n" + path.read_text(encoding="utf-8"), encoding="utf-8")
+        (folder / "relu.py").write_bytes(submission_bytes(pack, path))
         units.append({"id": path.stem, "path": str(folder / "relu.py")})
     checker = load_checker(pack)
     session = checker.Session(not gpu, sandbox, checker=str(pack / "check.py"), start_margin=30,
@@ -61,14 +83,17 @@ def run_corpus(pack: Path, tmp_path: Path, sandbox: bool, gpu: bool = False) -> 
     return checker.check_units(units, 2, 20, session)
 
 
-def assert_verdicts(results: dict, sandbox: bool) -> None:
+def assert_verdicts(results: dict, sandbox: bool, gpu: bool = False) -> None:
     problems = []
     for name, data in sorted(results.items()):
         want = expectations(CORPUS / f"{name}.py")
         flags = data.get("flags") or {}
         events = {e["kind"] for e in flags.get("events") or []}
-        if data["status"] != want["status"]:
-            problems.append(f"{name}: status {data['status']}, expected {want['status']}")
+        status = want.get("status_gpu", want["status"]) if gpu else want["status"]
+        if data["status"] != status:
+            problems.append(f"{name}: status {data['status']}, expected {status}")
+        if "score" in want and data["score"]["normal"] + data["score"]["boundary"] != int(want["score"]):
+            problems.append(f"{name}: automatic points {data['score']}, expected {want['score']}")
         for flag in filter(None, str(want.get("flags", "")).split(",")):
             if not flags.get(flag):
                 problems.append(f"{name}: flag {flag} not reported ({flags})")
@@ -77,6 +102,8 @@ def assert_verdicts(results: dict, sandbox: bool) -> None:
                 problems.append(f"{name}: no '{kind}' event reported ({flags.get('events')})")
         if want.get("reason") and not any(c.get("reason") == want["reason"] for c in data["cases"]):
             problems.append(f"{name}: no case shows the reason {want['reason']}")
+        if want.get("stdout_has") and want["stdout_has"] not in data["text"]:
+            problems.append(f"{name}: the report lacks {want['stdout_has']!r}")
         if want.get("stdout_lacks") and want["stdout_lacks"] in data["text"]:
             problems.append(f"{name}: the report shows the submission's own text {want['stdout_lacks']}")
     assert not problems, "\n".join(problems)
@@ -104,4 +131,4 @@ def test_corpus_on_the_gpu(small_pack, tmp_path):
         pytest.skip("needs a CUDA GPU; none is visible to torch here")
     checker = load_checker(small_pack)
     sandbox = checker.sandbox_problem() is None
-    assert_verdicts(run_corpus(small_pack, tmp_path, sandbox=sandbox, gpu=True), sandbox=sandbox)
+    assert_verdicts(run_corpus(small_pack, tmp_path, sandbox=sandbox, gpu=True), sandbox=sandbox, gpu=True)

@@ -12,7 +12,7 @@ from functools import lru_cache
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-ORDER = ("common", "environment", "static", "protocol", "cases", "verdict", "memory", "worker", "sandbox",
+ORDER = ("common", "environment", "provenance", "static", "protocol", "cases", "verdict", "memory", "worker", "sandbox",
          "zygote", "supervisor", "present", "bench", "main")
 DATA_LINE = "LESSON = {}  # coursepack:data"
 INTRODUCTION = """This process never imports the code it checks: it computes every case's inputs and expected

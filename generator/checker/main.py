@@ -23,7 +23,7 @@ from .bench import bench_after_check
 from .present import Evaluation, json_result, render_report, write_submission
 from .protocol import Channel
 from .sandbox import sandbox_label, sandbox_problem, triton_cache_dir
-from .static import Target, blank_lines, load_target, review_edits
+from .static import blank_lines, load_target, read_target, review
 from .supervisor import START_MARGIN_S, Supervisor, choose_factory, close_factories, prepare_cases
 from .worker import serve
 from .zygote import zygote_main
@@ -92,16 +92,16 @@ class Session:
         self.timing["cases_s"] = round(time.monotonic() - started, 3) - self.timing["import_s"] - self.timing["factory_s"]
 
     def evaluate(self, target, timeout, notebook=False):
-        edits, fill = review_edits(target.text, notebook or target.cell is not None)
+        found = review(target.text, notebook or target.cell is not None, target.undecodable)
         blank = blank_lines(target.text)
         if blank:
-            return Evaluation(target, edits, fill, blank)
+            return Evaluation(target, found["edits"], found["fill"], blank, review=found)
         supervisor = Supervisor(self.factory, self.prepared, target, timeout, sandboxed=self.sandbox is not None,
                                 start_margin=self.start_margin, take=self.take_worker)
         results = supervisor.run([c["id"] for c in LESSON["cases"]])
-        return Evaluation(target, edits, fill, blank, supervisor.env, results, supervisor.load_error,
-                          supervisor.timing, supervisor.flags(),
-                          sandbox_label(self.sandbox, self.factory.setup))
+        return Evaluation(target, found["edits"], found["fill"], blank, supervisor.env, results, supervisor.load_error,
+                          supervisor.timing, supervisor.flags(found), sandbox_label(self.sandbox, self.factory.setup),
+                          review=found)
 
     def hold_spares(self, count):
         """Many checks to come (grading): from now on count workers wait ready, each one taken
@@ -144,8 +144,8 @@ class Session:
 
 
 def evaluate_static(target, notebook=False):
-    edits, fill = review_edits(target.text, notebook or target.cell is not None)
-    return Evaluation(target, edits, fill, blank_lines(target.text))
+    found = review(target.text, notebook or target.cell is not None, target.undecodable, grammar=False)
+    return Evaluation(target, found["edits"], found["fill"], blank_lines(target.text), review=found)
 
 
 def check(args, out=print, display=None):
@@ -192,8 +192,7 @@ def check_unit(unit, timeout, session):
     {"id", "path"}, and where the report names it otherwise or it is a notebook's cell, "display"
     and "cell"."""
     started = time.monotonic()
-    path = Path(unit["path"])
-    target = Target(path, unit.get("display", unit["path"]), path.read_text(encoding="utf-8"), cell=unit.get("cell"))
+    target = read_target(Path(unit["path"]), unit.get("display", unit["path"]), cell=unit.get("cell"))
     ev = session.evaluate(target, timeout)
     lines, status = render_report(ev)
     data = json_result(ev, status)

@@ -10,10 +10,23 @@ class Evaluation:
     """Everything a check found about one target."""
 
     def __init__(self, target, edits, fill, blank, env=None, results=None, load_error=None, timing=None,
-                 flags=None, sandbox=None):
+                 flags=None, sandbox=None, review=None):
         self.target, self.edits, self.fill, self.blank = target, edits, fill, blank
         self.env, self.results, self.load_error = env, results or {}, load_error
-        self.timing, self.flags, self.sandbox = timing or {}, flags or {}, sandbox
+        self.timing, self.sandbox = timing or {}, sandbox
+        self.flags = dict(flags or {}, **(static_flags(review) if review is not None else {}))
+
+
+def static_flags(review):
+    """The flags the static review establishes (static.review), and `withheld`: why the code is
+    not provably the student's Triton in the exercise (then automatic points wait for review)."""
+    withheld = [why for why, present in (("unreviewed", review.get("unreviewed")),
+                                         ("fill_not_triton", review.get("fill_not_triton")),
+                                         ("no_fill", review.get("fill") is None and not review.get("unreviewed")),
+                                         ("code_differs", review.get("code_differs") and review.get("fill") is not None))
+                if present]
+    return {"unreviewed": review.get("unreviewed"), "fill_not_triton": review.get("fill_not_triton"),
+            "torch_computes": review.get("torch_computes") or [], "withheld": withheld}
 
 
 def env_line(env):
@@ -117,9 +130,9 @@ def load_error_line(target, load_error):
     kind = load_error["kind"]
     if kind == "syntax":
         return msg("syntax_error", where=target.where(load_error["line"] or 1), text=load_error["text"])
-    if kind == "import":
+    if kind == "import":   # the worker's word: the code under check ran there and may have written it
         where = target.where(load_error["line"]) if load_error.get("line") else target.display
-        return msg("import_error", where=where, text=load_error["text"])
+        return msg("reported_import_error", where=where, text=load_error["text"])
     if kind == "timeout":
         return msg("import_timeout", seconds=load_error["seconds"])
     if load_error.get("code") == "setup":
@@ -151,8 +164,10 @@ def render_report(ev):
     lines += flag_lines(ev.flags)
     points = score(LESSON["cases"], ev.results)
     rubric = LESSON["rubric"]
-    lines += ["", msg("score", got=points["normal"] + points["boundary"], total=rubric["normal"] + rubric["boundary"],
-                      normal=points["normal"], normal_total=rubric["normal"],
+    key = "score_withheld" if ev.flags.get("withheld") else "score"
+    why = "; ".join(msg("withheld_" + w) for w in ev.flags.get("withheld") or [])
+    lines += ["", msg(key, got=points["normal"] + points["boundary"], total=rubric["normal"] + rubric["boundary"],
+                      normal=points["normal"], normal_total=rubric["normal"], why=why,
                       boundary=points["boundary"], boundary_total=rubric["boundary"]),
               "       " + msg("score_graded", explanation=rubric["explanation"],
                               questions=rubric["questions"],
@@ -169,10 +184,17 @@ def question_names(count, text):
 
 
 def flag_lines(flags):
-    """Notes for the grader beyond the cases: a file that launched no Triton kernel of its own, what
-    it replaced in torch, what it tried that a kernel has no business doing."""
+    """Notes for the grader beyond the cases: what the static review could not establish, a file
+    that launched no Triton kernel of its own, what it replaced in torch, what it tried that a
+    kernel has no business doing."""
     lines = []
-    if flags.get("no_triton"):
+    if flags.get("unreviewed"):
+        lines.append(msg("flag_unreviewed", why=flags["unreviewed"]))
+    if flags.get("fill_not_triton"):
+        lines.append(msg("flag_fill_not_triton", why=flags["fill_not_triton"]))
+    if flags.get("torch_computes"):
+        lines.append(msg("flag_torch_computes", names=", ".join(flags["torch_computes"])))
+    if flags.get("no_triton") and not flags.get("fill_not_triton"):   # that line says why already
         defined = ", ".join(flags.get("kernels_defined") or []) or msg("flag_none")
         lines.append(msg("flag_no_triton", defined=defined))
     if flags.get("patched"):
@@ -193,6 +215,8 @@ def flag_lines(flags):
 
 def json_result(ev, status):
     points = score(LESSON["cases"], ev.results) if status in ("pass", "fail") else {"normal": 0, "boundary": 0}
+    if ev.flags.get("withheld") and status in ("pass", "fail"):   # what the cases gave waits for a review
+        points = {"normal": 0, "boundary": 0, "withheld": points, "why": ev.flags["withheld"]}
     return {"lesson": LESSON["lesson"], "locale": LESSON["locale"], "edition": LESSON["edition"],
             "file": ev.target.display, "status": status, "environment": ev.env, "load_error": ev.load_error,
             "edits_outside_blank": ev.edits, "fill": ev.fill, "sandbox": ev.sandbox, "flags": ev.flags,

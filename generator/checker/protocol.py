@@ -5,11 +5,13 @@ says "nbytes": N, N raw bytes (tensor data). The trusted side reads what an untr
 with limits it sets itself: a header of at most MAX_HEADER bytes, a payload of at most the size
 it expects; anything else is a ProtocolError, never an object built from the worker's bytes."""
 import json
+import re
 import struct
 import threading
 import zlib
 
 MAX_HEADER = 1 << 20
+MAX_DEPTH = 8   # arrays and objects inside each other in a header (the deepest frame of ours has 4)
 # The dtypes a worker may name, with their sizes; nothing else is turned into a tensor.
 DTYPES = {"float32": 4, "float16": 2, "bfloat16": 2, "float64": 8, "int64": 8, "int32": 4, "int16": 2,
           "int8": 1, "uint8": 1, "bool": 1}
@@ -45,10 +47,13 @@ class Channel:
         (length,) = struct.unpack(">I", size)
         if length > MAX_HEADER:
             raise ProtocolError(f"a header of {length} bytes (at most {MAX_HEADER})")
+        data = bytes(self._exact(length))
+        if nesting(data) > MAX_DEPTH:
+            raise ProtocolError(f"a header nested more than {MAX_DEPTH} levels deep")
         try:
-            header = json.loads(self._exact(length).decode("utf-8"))
-        except (UnicodeDecodeError, ValueError) as exc:
-            raise ProtocolError(f"a header that is not JSON ({exc})") from None
+            header = json.loads(data.decode("utf-8"))
+        except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+            raise ProtocolError(f"a header that is not JSON ({str(exc)[:200]})") from None
         if not isinstance(header, dict):
             raise ProtocolError("a header that is not a JSON object")
         nbytes = header.get("nbytes", 0)
@@ -68,6 +73,103 @@ class Channel:
                 raise ProtocolError(f"the stream ended {n - got} bytes early")
             got += read
         return buffer
+
+
+JSON_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"')
+BRACKET = re.compile(rb"[][{}]")
+
+
+def nesting(data, limit=MAX_DEPTH):
+    """How deeply arrays and objects nest in JSON text (at most limit + 1: counting stops there),
+    counted before it is decoded: json.loads recurses once per level, and 400,000 levels would
+    raise RecursionError in the trusted process."""
+    depth = deepest = 0
+    for bracket in BRACKET.finditer(JSON_STRING.sub(b"", data)):
+        depth += 1 if bracket.group() in b"[{" else -1
+        deepest = max(deepest, depth)
+        if deepest > limit:
+            break
+    return deepest
+
+
+def _number(v):
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def _int(v):
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _text(v, limit=4096):
+    return isinstance(v, str) and len(v) <= limit
+
+
+def _strings(v):
+    return isinstance(v, list) and len(v) <= 256 and all(_text(x, 200) for x in v)
+
+
+def _event(v):
+    return isinstance(v, dict) and set(v) <= {"kind", "event", "line", "detail"} and all(
+        x is None or _int(x) or _text(x, 1000) for x in v.values())
+
+
+def _events(v):
+    return isinstance(v, list) and len(v) <= 256 and all(_event(x) for x in v)
+
+
+def _environment(v):
+    """The worker's hello: its versions, where it runs (flat: no value holds another)."""
+    return isinstance(v, dict) and all(_text(v.get(k), 200) for k in ("torch", "triton", "python")) \
+        and isinstance(v.get("interpreter"), bool) and (v["interpreter"] or _text(v.get("device"), 200)) \
+        and all(x is None or _number(x) or isinstance(x, bool) or _text(x, 200) for x in v.values())
+
+
+def _load_error(v):
+    return isinstance(v, dict) and set(v) <= {"kind", "line", "column", "text"} and v.get("kind") in ("syntax", "import") \
+        and all(v.get(k) is None or _int(v[k]) for k in ("line", "column")) and _text(v.get("text", ""), 1000)
+
+
+def _output(v):
+    return isinstance(v, dict) and set(v) == {"dtype", "shape"} and _text(v["dtype"], 40) \
+        and isinstance(v["shape"], list) and len(v["shape"]) <= 8 and all(_int(d) for d in v["shape"])
+
+
+def _guard(v):
+    return v is None or (isinstance(v, dict) and set(v) == {"elements", "span"} and all(_int(x) for x in v.values()))
+
+
+def _checksums(v):
+    return isinstance(v, list) and len(v) <= 64 and all(x is None or _int(x) for x in v)
+
+
+# What each frame a worker sends may hold, field by field; REQUIRED: the fields it must hold. A
+# field the worker starts sending must be added here: any other is the worker breaking the protocol.
+FRAMES = {
+    "hello": {"hello": _environment, "startup_s": _number, "startup_cpu_s": _number, "isolated_s": _number},
+    "loaded": {"loaded_s": _number, "loaded_cpu_s": _number, "patched": _strings, "events": _events},
+    "load_error": {"load_error": _load_error, "events": _events},
+    "case": {"case": _text, "status": lambda v: v in ("returned", "error", "fault"), "seconds": _number,
+             "output": lambda v: v is None or _output(v), "got_type": lambda v: _text(v, 200), "guard": _guard,
+             "inputs_crc": _checksums, "at": _int, "stride": lambda v: isinstance(v, list) and len(v) <= 8 and all(_int(x) for x in v), "cpu_s": _number, "launched": _strings,
+             "events": _events,
+             "line": lambda v: v is None or _int(v), "text": lambda v: _text(v, 1000), "nbytes": _int},
+}
+REQUIRED = {"hello": ("hello",), "loaded": ("loaded_s",), "load_error": ("load_error",), "case": ("case", "status")}
+
+
+def check_frame(header, kind):
+    """header, when it is a frame of this kind with every field of the type the schema gives;
+    else ProtocolError naming the first field that is not."""
+    schema = FRAMES[kind]
+    missing = [name for name in REQUIRED[kind] if name not in header]
+    if missing:
+        raise ProtocolError(f"a {kind} frame without {missing[0]!r}")
+    for name, value in header.items():
+        if name not in schema:
+            raise ProtocolError(f"a {kind} frame with a field {name[:40]!r} it does not have")
+        if not schema[name](value):
+            raise ProtocolError(f"a {kind} frame whose {name!r} is {json.dumps(value)[:80]}")
+    return header
 
 
 def tensor_header(torch, tensor):

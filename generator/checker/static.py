@@ -2,20 +2,25 @@
 the blank, the @triton.jit kernels it defines. Runs in the trusted process (it only reads text)."""
 import ast
 import difflib
+import importlib.util
 import io
 import json
 import re
 import tokenize
+import warnings
 from pathlib import Path
 
 from .common import BLANK, HERE, LESSON, msg, without_main_block
+from .provenance import (enclosing_function, expression_at, fill_problem, first_difference, is_jit, kernel_scope,
+                         reference_operations, torch_computations)
 
 
 class Target:
     """The code under check: a .py file, or the exercise cell of a notebook written to a file."""
 
-    def __init__(self, path, display, text, cell=None):
+    def __init__(self, path, display, text, cell=None, undecodable=None):
         self.path, self.display, self.text, self.cell = path, display, text, cell
+        self.undecodable = undecodable   # why Python cannot decode the file (then text is a best guess)
 
     def where(self, line):
         if self.cell is not None:
@@ -36,9 +41,37 @@ def load_target(arg, workdir, display=None):
                 text = "".join(source) if isinstance(source, list) else source
                 copy = Path(workdir) / LESSON["module"]
                 copy.write_text(text, encoding="utf-8")
-                return Target(copy, display, text, cell=index)
+                return read_target(copy, display, cell=index)
         raise SystemExit(msg("no_exercise_cell", file=display))
-    return Target(path, display, path.read_text(encoding="utf-8"))
+    return read_target(path, display)
+
+
+def python_text(data):
+    """(the text Python runs from a file's bytes, None) as an import decodes it: a BOM or a coding
+    cookie, else UTF-8, and universal newlines (a lone CR ends a line); (a best guess, why) when
+    Python cannot decode it (the import then fails with a SyntaxError of its own)."""
+    try:
+        return importlib.util.decode_source(data), None
+    except (SyntaxError, UnicodeDecodeError, LookupError) as exc:
+        guess = data.decode("utf-8", "replace").replace("\r\n", "\n").replace("\r", "\n")
+        return guess, f"{type(exc).__name__}: {exc}"[:200]
+
+
+def source_encoding(text):
+    """The codec to write text in so that Python reads the same text back: the one its coding
+    cookie names (a file decoded from Latin-1 goes back to Latin-1), else UTF-8."""
+    try:
+        encoding = tokenize.detect_encoding(io.BytesIO(text.encode("utf-8")).readline)[0]
+        text.encode(encoding)
+    except (SyntaxError, LookupError, UnicodeError):
+        return "utf-8"
+    return "utf-8" if encoding == "utf-8-sig" else encoding
+
+
+def read_target(path, display, cell=None):
+    """A kernel file as a Target, decoded as Python decodes it."""
+    text, undecodable = python_text(Path(path).read_bytes())
+    return Target(path, display, text, cell=cell, undecodable=undecodable)
 
 
 def _tokens(text):
@@ -49,8 +82,11 @@ def _tokens(text):
 
 
 def code_lines(text):
-    """The lines of text with comments and trailing blanks removed (None if it won't tokenize)."""
-    lines = text.splitlines()
+    """The lines of text with comments and trailing blanks removed (None if it won't tokenize).
+    Lines end at newlines only, as tokenize counts them (str.splitlines also splits at a form
+    feed or U+2028, which would shift every comment after it onto another line)."""
+    lines = _newlines(text).split("\n")
+    text = "\n".join(lines)
     tokens = _tokens(text)
     if tokens is None:
         return None
@@ -61,40 +97,124 @@ def code_lines(text):
     return [line.rstrip() for line in lines]
 
 
+def _newlines(text):
+    return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
 def blank_lines(text):
+    text = _newlines(text)
     tokens = _tokens(text)
     if tokens is None:
-        return [i for i, line in enumerate(text.splitlines(), 1) if BLANK in line.split("#")[0]]
+        return [i for i, line in enumerate(text.split("\n"), 1) if BLANK in line.split("#")[0]]
     return sorted({tok.start[0] for tok in tokens if tok.type == tokenize.NAME and tok.string == BLANK})
 
 
-def review_edits(text, notebook=False):
-    """Line numbers changed outside the blank, and the student's fill if the blank line matches."""
+def review(text, notebook=False, undecodable=None, grammar=True):
+    """What the trusted side knows of a file from its text (the one check.py runs): the lines
+    changed outside the blank, the fill, whether the code is the exercise with that fill (syntax
+    trees compared), why the fill is not a Triton expression, and the torch computations of the
+    answer in its host code. Fails closed: a file that cannot be decoded, tokenized or parsed is
+    `unreviewed` (why), never one without edits. `proven`: the code is provably the exercise with
+    a Triton fill. grammar=False leaves the fill unchecked (it imports triton.language, which only
+    environment.prepare may import first: before a check's workers exist, or in grading's own
+    process, the edits and the fill are all that is asked)."""
+    found = {"edits": [], "fill": None, "unreviewed": undecodable, "code_differs": True, "fill_not_triton": None,
+             "torch_computes": [], "proven": False}
     lines = without_main_block(LESSON["template"]) if notebook else LESSON["template"]
-    template = code_lines("\n".join(lines) + "\n")
+    lined = None if undecodable else _line_review(text, lines)
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError) as exc:
+        found["unreviewed"] = found["unreviewed"] or f"{type(exc).__name__}: {exc}"[:200]
+        return found
+    if lined is None:
+        found["unreviewed"] = found["unreviewed"] or msg("unreviewed_tokenize")
+        return dict(found, torch_computes=_computes(tree))
+    found["edits"], found["fill"] = lined
+    if found["fill"] is not None:
+        _review_fill(found, tree, lines, grammar)
+    if found["code_differs"]:
+        found["torch_computes"] = _computes(tree)
+    found["proven"] = grammar and not (found["unreviewed"] or found["code_differs"] or found["fill_not_triton"])
+    return found
+
+
+def review_edits(text, notebook=False):
+    """(lines changed outside the blank, the fill or None)."""
+    found = review(text, notebook, grammar=False)
+    return found["edits"], found["fill"]
+
+
+def _computes(tree):
+    return torch_computations(tree, reference_operations(LESSON.get("reference") or ""))
+
+
+def _review_fill(found, tree, lines, grammar=True):
+    """The exercise with this fill, as syntax, against the file's; the fill against Triton's grammar."""
+    fill, index = found["fill"], LESSON["blank_line"] - 1
+    column = lines[index].index(BLANK)
+    rebuilt = list(lines)
+    rebuilt[index] = lines[index][:column] + fill + lines[index][column + len(BLANK):]
+    try:
+        exercise = ast.parse("\n".join(rebuilt) + "\n")
+    except (SyntaxError, ValueError):
+        found["fill_not_triton"] = msg("fill_not_expression")
+        return
+    start = len(lines[index][:column].encode())
+    node = expression_at(exercise, index + 1, start, start + len(fill.encode()))
+    differs = first_difference(tree, exercise)
+    found["code_differs"] = differs is not None
+    if differs is not None and not found["edits"]:
+        found["edits"] = [differs]   # the same lines, another structure (an indentation changed)
+    if node is None:
+        found["fill_not_triton"] = msg("fill_not_expression")
+        return
+    kernel = enclosing_function(exercise, index + 1)
+    if grammar and kernel is not None and is_jit(kernel):
+        found["fill_not_triton"] = fill_problem(node, kernel_scope(kernel))
+
+
+def _line_review(text, template_lines):
+    """(lines changed outside the blank, the fill if the blank's line matches), blank lines and
+    comments aside; None when the text or the template cannot be tokenized."""
+    template = code_lines("\n".join(template_lines) + "\n")
     mine = code_lines(text)
     if mine is None or template is None:
-        return [], None
-    while mine and not mine[-1]:   # blank lines at the end are no edit (an editor or a notebook adds them)
-        mine.pop()
-    while template and not template[-1]:
-        template.pop()
-    blank_index = LESSON["blank_line"] - 1
-    head, _, tail = template[blank_index].partition(BLANK)
+        return None
+    a = [(n, line.strip()) for n, line in enumerate(template, 1) if line.strip()]
+    b = [(n, line.strip()) for n, line in enumerate(mine, 1) if line.strip()]
+    blank = next(k for k, (n, _) in enumerate(a) if n == LESSON["blank_line"])
+    head, _, tail = a[blank][1].partition(BLANK)
     pattern = re.compile(re.escape(head.strip()) + r"(.*)" + re.escape(tail.strip()) + "$")
     fill, changed = None, []
-    matcher = difflib.SequenceMatcher(a=[l.strip() for l in template], b=[l.strip() for l in mine], autojunk=False)
+    matcher = difflib.SequenceMatcher(a=[l for _, l in a], b=[l for _, l in b], autojunk=False)
     for op, a0, a1, b0, b1 in matcher.get_opcodes():
         if op == "equal":
             continue
-        if op == "replace" and a0 <= blank_index < a1 and (a1 - a0) == (b1 - b0):
-            found = pattern.match(mine[b0 + blank_index - a0].strip())
-            if found:
+        if op == "replace" and a0 <= blank < a1 and (a1 - a0) == (b1 - b0):
+            found = pattern.match(b[b0 + blank - a0][1])
+            if found and found.group(1).strip():
                 fill = found.group(1).strip()
-                changed += [b + 1 for b in range(b0, b1) if b != b0 + blank_index - a0]
+                changed += [b[k][0] for k in range(b0, b1) if k != b0 + blank - a0]
                 continue
-        changed += list(range(b0 + 1, b1 + 1)) or [max(b0, 1)]
+        changed += [b[k][0] for k in range(b0, b1)] or [b[min(b0, len(b) - 1)][0] if b else 1]
     return sorted(set(changed)), fill
+
+
+def syntax_error(text, undecodable=None):
+    """The file's syntax error as Python gives it, found here by compiling the text (never running
+    it): {"kind": "syntax", "line", "column", "text"}, or None when it compiles."""
+    if undecodable:
+        return {"kind": "syntax", "line": None, "column": None, "text": undecodable}
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            compile(text, "<submission>", "exec", dont_inherit=True)
+    except SyntaxError as exc:
+        return {"kind": "syntax", "line": exc.lineno, "column": exc.offset, "text": str(exc.msg)[:400]}
+    except (ValueError, RecursionError, MemoryError) as exc:
+        return {"kind": "syntax", "line": None, "column": None, "text": f"{type(exc).__name__}: {exc}"[:400]}
+    return None
 
 
 def kernels_defined(text):

@@ -17,10 +17,10 @@ import time
 from .common import GUARD, HERE, LESSON, exit_text, msg
 from .cases import error_scale, expected_output, make_inputs, skip_reason
 from .environment import thread_count
-from .protocol import Channel, ProtocolError, checksum, tensor_bytes
+from .protocol import Channel, ProtocolError, check_frame, checksum, tensor_bytes
 from .sandbox import (SCRATCH_ROOT, add_launchers, nobody_reaches_the_gpu, sandbox_command, sandbox_staging,
                       stage_launcher_seed)
-from .static import kernels_defined
+from .static import kernels_defined, source_encoding, syntax_error
 from .memory import offer_descriptors, share_case
 from .verdict import in_interpreter, judge
 from .zygote import fork_zygote
@@ -87,6 +87,8 @@ class Worker:
             self.frames.put(("protocol", str(exc), None))
         except (OSError, ValueError):
             self.frames.put(("eof", None, None))
+        except Exception as exc:   # whatever the bytes were, this reader ends with a verdict, not a traceback
+            self.frames.put(("protocol", f"{type(exc).__name__}: {str(exc)[:200]}", None))
 
     def _drain(self, stream):
         try:
@@ -431,10 +433,11 @@ class Supervisor:
         deadline = asked + self.timeout + self.start_margin
         kind, header, _ = worker.next(deadline - time.monotonic())
         self.timing["waited_s"] += time.monotonic() - asked
-        if kind != "frame" or "hello" not in header:
+        kind, header = self._checked(kind, header, "hello")
+        if kind != "frame":
             return self._lost_at_load(worker, kind, header)
-        self.env = header["hello"] if isinstance(header["hello"], dict) else None
-        if self.env is None or bool(self.env.get("interpreter")) == bool(self.factory.setup["use_gpu"]):
+        self.env = header["hello"]
+        if bool(self.env.get("interpreter")) == bool(self.factory.setup["use_gpu"]):
             self.load_error = {"kind": "crash", "code": "setup", "text": msg(
                 "worker_mismatch", wanted="GPU" if self.factory.setup["use_gpu"] else "interpreter")}
             return False
@@ -443,17 +446,41 @@ class Supervisor:
         worker.descriptors = offer_descriptors(worker.sock)   # before anything else on the data socket
         load = {"path": str(self.target.path), "source": None}
         if self.sandboxed:
-            load = {"path": f"{SCRATCH_ROOT}/{LESSON['module']}", "source": self.target.text}
+            load = {"path": f"{SCRATCH_ROOT}/{LESSON['module']}", "source": self.target.text,
+                    "encoding": source_encoding(self.target.text)}   # the text reviewed here, byte for byte
         worker.send({"load": load})
         kind, header, _ = worker.next(self.timeout + self.start_margin)
+        kind, header = self._checked(kind, header, "load_error" if isinstance(header, dict) and "load_error" in header
+                                     else "loaded")
         if kind != "frame":
             return self._lost_at_load(worker, kind, header)
         self._note(header)
         if "load_error" in header:
-            self.load_error = header["load_error"] if isinstance(header["load_error"], dict) else {"kind": "import"}
-            return False
+            return self._claimed_load_error(worker, header["load_error"])
         self._add_time(header, "loaded_s", "loaded_cpu_s")
         return True
+
+    def _checked(self, kind, header, frame):
+        """(kind, header) as received, or ("protocol", why) when a frame breaks its schema."""
+        if kind != "frame":
+            return kind, header
+        try:
+            return kind, check_frame(header, frame)
+        except ProtocolError as exc:
+            return "protocol", str(exc)
+
+    def _claimed_load_error(self, worker, claimed):
+        """What a worker says went wrong at import: a syntax error is established here (the text
+        compiled in this process, never run); anything else is the submission's own report."""
+        if claimed["kind"] == "syntax":
+            found = syntax_error(self.target.text, getattr(self.target, "undecodable", None))
+            if found is None:
+                return self._lost_at_load(worker, "protocol", "a syntax error the file does not have")
+            self.load_error = found
+        else:
+            self.load_error = {"kind": "import", "reported": True, "line": claimed.get("line"),
+                               "text": str(claimed.get("text", ""))[:400]}
+        return False
 
     def _add_time(self, header, *names):
         """A worker's own timings into this check's."""
@@ -465,7 +492,8 @@ class Supervisor:
             self.load_error = {"kind": "timeout", "seconds": self.timeout}
         else:
             worker.kill()
-            self.load_error = {"kind": "crash", "code": self._exit(worker), "text": worker.stderr_tail()}
+            self.load_error = {"kind": "crash", "code": "protocol" if kind == "protocol" else self._exit(worker),
+                               "text": worker.stderr_tail()}
             if kind == "protocol":
                 self.seen["protocol"].append(header)
         return False
@@ -494,6 +522,7 @@ class Supervisor:
             worker.kill()
             self.results[case_id] = {"status": "timeout", "seconds": self.timeout}
             return False
+        kind, header = self._checked(kind, header, "case")
         if kind != "frame" or header.get("case") != prepared.case["id"]:
             worker.kill()
             if kind == "protocol" or kind == "frame":
@@ -520,9 +549,9 @@ class Supervisor:
                     self.seen["inputs_modified"].append(case_id)
             if not self.factory.setup["use_gpu"]:
                 result = in_interpreter(result, self.target.text)
-        except ProtocolError as exc:
-            self.seen["protocol"].append(str(exc))
-            self.results[case_id] = {"status": "crash", "code": "protocol", "stderr": str(exc)}
+        except (ProtocolError, ValueError, TypeError, RuntimeError, OverflowError) as exc:   # data no output has
+            self.seen["protocol"].append(str(exc)[:300])
+            self.results[case_id] = {"status": "crash", "code": "protocol", "stderr": str(exc)[:300]}
             return False
         if not prepared.draw and header.get("inputs_crc") not in (None, prepared.crc) \
                 and case_id not in self.seen["inputs_modified"]:
@@ -549,12 +578,16 @@ class Supervisor:
             code = -(code - 128)   # a sandboxed worker's status comes through its namespace's parent
         return exit_text(code) if isinstance(code, int) else "unknown"
 
-    def flags(self):
-        """What a grader should know beyond the cases: no Triton kernel, events, patches."""
+    def flags(self, review=None):
+        """What a grader should know beyond the cases: no Triton kernel, events, patches. review:
+        the static review of the file (static.review): what it establishes decides `no_triton`;
+        the worker's launch record can only add to it."""
+        review = review or {}
         defined = kernels_defined(self.target.text)
         ran = any(r.get("status") in ("pass", "fail") for r in self.results.values())
+        static = bool(review.get("fill_not_triton")) or not defined
         return {"kernels_defined": defined, "kernels_launched": sorted(self.seen["launched"]),
-                "no_triton": ran and not self.seen["launched"],
+                "no_triton": ran and (static or not self.seen["launched"]),
                 "patched": sorted(self.seen["patched"]), "events": self.seen["events"],
                 "inputs_modified": self.seen["inputs_modified"], "protocol": self.seen["protocol"][:5]}
 

@@ -269,7 +269,7 @@ def serve(channel, use_gpu, started, isolated=None, reseed=None):
     load = request["load"]
     path = load["path"]
     if load.get("source") is not None:   # a sandbox: the file travels as text into private scratch
-        with open(path, "w", encoding="utf-8") as handle:
+        with open(path, "w", encoding=load.get("encoding") or "utf-8", newline="") as handle:
             handle.write(load["source"])
     harness = Harness(torch, path, float(LESSON["poison"]))
     harness.descriptors = descriptors

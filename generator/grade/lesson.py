@@ -142,7 +142,13 @@ class GradeLesson:
         """Lines changed outside the blank, and the fill: against the exercise file of the language
         that differs least (a kernel file keeps its pack's comments, whose line count differs
         between languages; a student is not blamed for the language of the pack)."""
-        found = [self.languages[loc].module(modules).review_edits(code, notebook) for loc in self.languages]
+        found = []
+        for loc in self.languages:
+            module = self.languages[loc].module(modules)
+            # the text the job's check.py runs: the code is written as UTF-8, and read as Python
+            # reads it (a lone CR ends a line there; grading's own text still has it)
+            text = module.python_text(code.encode("utf-8"))[0]
+            found.append(module.review_edits(text, notebook))
         return min(found, key=lambda pair: (len(pair[0]), pair[1] is None))
 
     def detect_locale(self, code: str) -> str | None:

@@ -1,0 +1,188 @@
+"""Whether a file is the student's Triton, decided from its text alone in the trusted process:
+the code equals the exercise with the fill in its blank (compared as syntax trees: comments and
+layout do not count, indentation does), and the fill is a Triton expression, so that nothing of
+it can run Python when the interpreter executes the kernel body as Python. Nothing the worker
+reports enters here; its launch record can only add suspicion (supervisor.flags).
+
+For a file that is not the exercise with a fill (edits outside the blank), what can be named is
+the torch computations outside its kernels that could produce the answer by themselves: the
+operations the lesson's reference uses, with their torch aliases."""
+import ast
+
+from .common import msg
+
+# Attributes a Triton value has in a kernel beyond its class's public methods (instance fields
+# and the pointer type's element type). Never `handle`: in the interpreter that is numpy data.
+VALUE_ATTRIBUTES = {"dtype", "shape", "T", "element_ty", "numel", "primitive_bitwidth"}
+# Nodes that compute nothing of their own: their children are checked.
+PLAIN = (ast.Expression, ast.BinOp, ast.UnaryOp, ast.BoolOp, ast.Compare, ast.IfExp, ast.Tuple, ast.Slice,
+         ast.operator, ast.unaryop, ast.boolop, ast.cmpop, ast.expr_context, ast.keyword)
+# torch's other names for the same computation, by the name the reference calls (torch's API,
+# not a lesson's: the reference decides which of them a lesson looks for).
+ALIASES = {"relu": {"relu", "relu_", "clamp", "clamp_", "clamp_min", "clip", "threshold", "hardtanh"},
+           "softmax": {"softmax", "log_softmax", "_softmax", "special_softmax"},
+           "matmul": {"matmul", "mm", "bmm", "addmm", "einsum", "tensordot", "mv", "dot", "inner", "linear", "chain_matmul"},
+           "add": {"add", "add_", "addcmul", "sum"}}
+OPERATORS = {ast.MatMult: "@"}   # an operator in host code only where it rarely means index arithmetic
+
+
+def fill_problem(fill_node, scope):
+    """Why the fill (an ast expression) is not a Triton expression, or None. scope: the names the
+    kernel binds (its parameters and assignments) beside `tl`."""
+    for node in ast.walk(fill_node):
+        why = _node_problem(node, scope)
+        if why:
+            return why
+    return None
+
+
+def _node_problem(node, scope):
+    if isinstance(node, PLAIN):
+        return None
+    if isinstance(node, ast.Constant):
+        ok = node.value is None or isinstance(node.value, (bool, int, float, str))
+        return None if ok else _problem("fill_constant", node)
+    if isinstance(node, ast.Name):
+        return None if node.id in scope or node.id == "tl" else _problem("fill_name", node)
+    if isinstance(node, ast.Attribute):
+        return _attribute_problem(node)
+    if isinstance(node, ast.Call):
+        return None if isinstance(node.func, ast.Attribute) else _problem("fill_call", node.func)
+    if isinstance(node, ast.Subscript):
+        return None
+    return _problem("fill_python", node)
+
+
+def _problem(key, node):
+    return msg(key, code=ast.unparse(node)[:80])
+
+
+def _attribute_problem(node):
+    chain, root = [], node
+    while isinstance(root, ast.Attribute):
+        chain.insert(0, root.attr)
+        root = root.value
+    if isinstance(root, ast.Name) and root.id == "tl":
+        ok = not any(name.startswith("_") for name in chain) and _in_triton(chain)
+    else:
+        ok = all(name in _value_attributes() for name in chain)
+    return None if ok else _problem("fill_attribute", node)
+
+
+def _in_triton(chain):
+    """Whether tl.<chain> names an object of triton.language (a function, a dtype, an enum member,
+    one of its modules), reached through triton.language's own modules only."""
+    import triton.language as tl
+    value = tl
+    for name in chain:
+        if not hasattr(value, name):
+            return False
+        value = getattr(value, name)
+        if type(value).__name__ == "module":
+            if not value.__name__.startswith("triton.language"):
+                return False
+            continue
+        home = getattr(value, "__module__", None) or type(value).__module__
+        if not str(home).startswith("triton"):
+            return False
+    return True
+
+
+def _value_attributes():
+    import triton.language as tl
+    return VALUE_ATTRIBUTES | {name for name in dir(tl.tensor) if not name.startswith("_")}
+
+
+def kernel_scope(function):
+    """The names a kernel binds: its parameters, and every name it assigns or loops over."""
+    args = function.args
+    names = {a.arg for a in args.posonlyargs + args.args + args.kwonlyargs}
+    names |= {a.arg for a in (args.vararg, args.kwarg) if a is not None}
+    for node in ast.walk(function):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            names.add(node.id)
+    return names
+
+
+def enclosing_function(tree, line):
+    """The innermost function whose body holds line, or None."""
+    found = None
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.lineno <= line <= node.end_lineno:
+            if found is None or node.lineno >= found.lineno:
+                found = node
+    return found
+
+
+def is_jit(function):
+    for decorator in function.decorator_list:
+        target = decorator.func if isinstance(decorator, ast.Call) else decorator
+        if (target.attr if isinstance(target, ast.Attribute) else getattr(target, "id", "")) == "jit":
+            return True
+    return False
+
+
+def expression_at(tree, line, start, end):
+    """The outermost expression spanning exactly line:start..end (UTF-8 byte columns), or None."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.expr) and (node.lineno, node.end_lineno) == (line, line) \
+                and (node.col_offset, node.end_col_offset) == (start, end):
+            return node
+    return None
+
+
+def first_difference(mine, theirs):
+    """The line of the first place where two syntax trees differ, or None when they are the same
+    (positions, comments and layout aside)."""
+    if ast.dump(mine) == ast.dump(theirs):
+        return None
+    for a, b in zip(ast.walk(mine), ast.walk(theirs)):
+        if type(a) is not type(b) or _fields(a) != _fields(b):
+            return getattr(a, "lineno", None) or 1
+    return max((getattr(n, "lineno", 1) for n in ast.walk(mine)), default=1)
+
+
+def _fields(node):
+    return [(name, value) for name, value in ast.iter_fields(node) if not isinstance(value, (ast.AST, list))] + \
+        [(name, len(value)) for name, value in ast.iter_fields(node) if isinstance(value, list)]
+
+
+def reference_operations(reference_source):
+    """The torch computations the lesson's reference function performs, as names to look for:
+    torch.X and Tensor.X calls (with torch's aliases), and `@`."""
+    try:
+        tree = ast.parse(reference_source)
+    except (SyntaxError, ValueError):
+        return set()
+    function = next((n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "reference"), None)
+    found = set()
+    for node in ast.walk(function) if function else ():
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            found |= ALIASES.get(node.func.attr, set()) | {node.func.attr}
+        elif isinstance(node, ast.BinOp) and type(node.op) in OPERATORS:
+            found |= {OPERATORS[type(node.op)]} | ALIASES["matmul"]
+    return found - {"double", "float", "half", "to", "contiguous", "clone"}   # conversions compute nothing
+
+
+def torch_computations(tree, operations):
+    """`name (line N)` for each call or operator in host code (outside jit kernels and the
+    `__main__` demo) that is one of operations."""
+    found = []
+    for node in _host_nodes(tree):
+        if isinstance(node, ast.Call):
+            name = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
+            if name in operations:
+                found.append(f"{ast.unparse(node.func)[:40]} (line {node.lineno})")
+        elif isinstance(node, ast.BinOp) and OPERATORS.get(type(node.op)) in operations:
+            found.append(f"{OPERATORS[type(node.op)]} (line {node.lineno})")
+    return found[:10]
+
+
+def _host_nodes(tree):
+    skip = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and is_jit(node):
+            skip |= {id(n) for n in ast.walk(node)}
+        elif isinstance(node, ast.If) and "__name__" in ast.unparse(node.test) and "__main__" in ast.unparse(node.test):
+            skip |= {id(n) for n in ast.walk(node)}
+    return [n for n in ast.walk(tree) if id(n) not in skip]
