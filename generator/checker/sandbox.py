@@ -1,16 +1,19 @@
 """The sandbox for code that is not the user's own (grading, `check.py --sandbox`, verification's
 answer and declared mistakes), in two layers:
 
-1. bubblewrap around the worker factory (zygote.py): no network, a read-only root, the user's and
-   the instructor's folders (home, the course, the build, the submissions) replaced by empty ones,
-   only the Python that runs torch and triton mounted back (read-only), a cleared environment, only
-   the GPU device nodes, no capabilities, a new session, killed with its parent; as root, it runs
-   as nobody (65534).
-2. each worker, forked from that factory, in a process group and user, mount, network and IPC
-   namespaces of its own: a private scratch folder no other worker sees, no capabilities, no new
-   privileges, not dumpable (no other process may read its memory), signals refused to any process
-   outside its group (a seccomp filter), and resource limits (CPU time, data, file size, open
-   files, processes). Stopping a worker stops its group; the whole sandbox ends with its parent.
+1. bubblewrap around the worker factory (zygote.py), by allow-list (sandbox_plan): an empty,
+   read-only root into which only system software (/usr), the dynamic loader's /etc files, the
+   Python installation that runs torch and triton, the checker file, the staged launchers and,
+   with a GPU, /sys, the driver's libraries and the GPU device nodes are mounted, read-only; no
+   network, a cleared environment, no capabilities, a new session, killed with its parent; as
+   root, it runs as nobody (65534).
+2. each worker, forked from that factory, in a process group and user, mount, network, IPC and
+   PID namespaces of its own (every process it starts ends with it; it sees no other), its own
+   /tmp (its scratch) and /dev/shm, no capabilities, no new privileges, not dumpable (no other
+   process may read its memory), signals refused to any process outside its group (a seccomp
+   filter), and resource limits (CPU time, data, file size, open files, processes). Stopping a
+   worker stops its group; the whole sandbox ends with its parent. No cgroup per worker
+   (sandbox_label says so in every result).
 
 Where bubblewrap is missing or user namespaces are refused, `sandbox_problem()` names what is missing: a
 grading run refuses rather than run unconfined."""
