@@ -1,4 +1,5 @@
-"""`coursepack grade` and the review together, for real: a class of three graded in the Triton
+"""`coursepack grade` and the review together, for real: a class of four (three kernel files, a
+notebook with an answer) graded in the Triton
 interpreter in the sandbox (lesson 3 cut to five cases), its gradebook filled; manual scores and a
 veto given; a regrade after one student's hand-in changes keeps them, lists that student in
 regrade.md and marks them; the page proposes boundary_removed for the hand-in that deletes its
@@ -9,6 +10,7 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 from pathlib import Path
 
 import pytest
@@ -35,6 +37,23 @@ def course(tmp_path_factory):
     return root, content, load_lesson(content, "lesson03_relu")
 
 
+def notebook(content: Path, fill: str, answers: dict[str, str]) -> str:
+    """The English exercise notebook with the blank filled and answers in the answer cells."""
+    from generator.loader import load_content
+    from generator.render import LessonContext, jinja_env, render_pack
+    from generator.resources import TEMPLATES
+    course = load_content(content)
+    ctx = LessonContext(course, course.lessons["lesson03_relu"], "en", "exercise")
+    data = json.loads(render_pack(ctx, jinja_env(TEMPLATES), page=False).files["lesson.ipynb"])
+    for cell in data["cells"]:
+        if "exercise" in cell["metadata"].get("tags", []):
+            cell["source"] = "".join(cell["source"]).replace("______", fill, 1)
+        part = (cell["metadata"].get("coursepack") or {}).get("part")
+        if part in answers:
+            cell["source"] = answers[part]
+    return json.dumps(data)
+
+
 def kernel(lesson, fill: str) -> str:
     return "\n".join(lesson.languages["en"].data["template"]).replace("______", fill, 1) + "\n"
 
@@ -55,12 +74,19 @@ def test_grade_review_regrade_export(course, tmp_path, capsys):
     for sid, code in (("s1", right), ("s2", no_mask), ("s3", kernel(lesson, "xv"))):
         (hand_ins / sid).mkdir(parents=True)
         (hand_ins / sid / "relu.py").write_text(code, encoding="utf-8")
+    (hand_ins / "s4").mkdir()
+    (hand_ins / "s4" / "lesson.ipynb").write_text(notebook(content, ANSWER, {"q1": "The tail: $n$ mod BLOCK."}),
+                                                  encoding="utf-8")
     out = _grade(root, content, hand_ins)
     book = Gradebook(out)
     rubric = book.rubric()
     assert [p["id"] for p in rubric["parts"] if p["kind"] == "manual"] == ["explanation", "q1", "q2", "q3"]
     students = {s["id"]: s for s in book.students()}
-    assert set(students) == {"s1", "s2", "s3"}
+    assert set(students) == {"s1", "s2", "s3", "s4"}
+    q1 = students["s4"]["answers"]["parts"]["q1"]
+    assert (q1["status"], q1["text"]) == ("answered", "The tail: $n$ mod BLOCK.")
+    s4 = book.student("s4")["auto"]   # a notebook's cell against the exercise without its main block
+    assert "if __name__" not in s4["exercise"] and removed_guards(s4) == [] and s4["edits"] == []
     assert students["s1"]["auto"]["points"] == {"normal": 2, "boundary": 1}
     assert students["s2"]["answers"]["parts"]["q1"]["status"] == "absent"   # the kernel file only
     assert removed_guards(book.student("s2")["auto"]) and not removed_guards(book.student("s1")["auto"])
