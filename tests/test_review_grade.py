@@ -1,10 +1,9 @@
 """`coursepack grade` and the review together, for real: a class of four (three kernel files, a
-notebook with an answer) graded in the Triton
-interpreter in the sandbox (lesson 3 cut to five cases), its gradebook filled; manual scores and a
-veto given; a regrade after one student's hand-in changes keeps them, lists that student in
-regrade.md and marks them; the page proposes boundary_removed for the hand-in that deletes its
-masks; `coursepack review export` writes Canvas's file with the totals. Skipped, with the reason,
-where bubblewrap cannot run."""
+notebook with an answer) graded in the Triton interpreter in the sandbox (lesson 3 cut to five
+cases), its gradebook filled; manual scores and a veto given; a regrade after one student's
+hand-in changes keeps them, lists that student in regrade.md and marks them; the page proposes
+boundary_removed for the hand-in that deletes its masks; `coursepack review export` writes
+Canvas's file with the totals. Skipped, with the reason, where bubblewrap cannot run."""
 
 from __future__ import annotations
 
