@@ -32,7 +32,8 @@ def test_round_trip(folder, tmp_path):
     sheet = tmp_path / "sheet.csv"
     assert export_sheet(folder, sheet) == 12
     rows = _rows(sheet)
-    assert list(rows[0]) == ["student_id", "part", "answer", "points", "max_points", "comment", "version"]
+    assert list(rows[0]) == ["student_id", "part", "answer", "answer_status", "points", "max_points", "comment",
+                             "version"]
     assert rows[1]["answer"] == "'=cmd|' /C calc'!A0"
     assert rows[4]["answer"] == "explanation: two\nlines" and rows[1]["max_points"] == "2"
     rows[1].update(points="1.5", comment="=looks like a formula")
@@ -75,8 +76,8 @@ def test_bad_sheet_is_refused_whole_with_locations(folder, tmp_path):
         import_sheet(folder, sheet, "ann")
     text = str(refused.value)
     # s002's answer spans two lines: the rows after it start one line later
-    for expected in (f"{sheet}:3:4: points: 3 is above the part's 2", f"{sheet}:4:4: points: -1 is below 0",
-                     f"{sheet}:5:4: points: 'two' is not a number", f"{sheet}:8:1: student_id: unknown student 's999'",
+    for expected in (f"{sheet}:3:5: points: 3 is above the part's 2", f"{sheet}:4:5: points: -1 is below 0",
+                     f"{sheet}:5:5: points: 'two' is not a number", f"{sheet}:8:1: student_id: unknown student 's999'",
                      f"{sheet}:10:2: part: unknown part 'q7'"):
         assert expected in text, text
     assert Gradebook(folder).scores() == {}
@@ -89,7 +90,7 @@ def test_stale_sheet_is_a_conflict(folder, tmp_path):
     rows = _rows(sheet)
     rows[1].update(points="1")
     _write(sheet, rows)
-    with pytest.raises(ReviewError, match=r"sheet.csv:3:7: version: the score was saved since"):
+    with pytest.raises(ReviewError, match=r"sheet.csv:3:8: version: the score was saved since"):
         import_sheet(folder, sheet, "ann")
     assert Gradebook(folder).scores()[("s001", "q1")].comment == "from the page"
 

@@ -1,7 +1,8 @@
 """Grading in a spreadsheet: one row per student and manual part out, the points and comments back.
 
-Columns: student_id, part, answer (the student's text, not read back), points, max_points,
-comment, version (the score's version when exported: a row whose score was saved since, in the
+Columns: student_id, part, answer (the student's text, not read back), answer_status (answered,
+empty, untouched or absent: no answer place in what was handed in), points, max_points, comment,
+version (the score's version when exported: a row whose score was saved since, in the
 review page or another sheet, is a conflict). A bad sheet is refused whole, every problem with
 file:line:column; nothing is written unless every row is right."""
 
@@ -17,7 +18,7 @@ from generator.review.exports import csv_rows, number_text, uncell, write_grades
 from generator.review.feedback import write_student_feedback
 from generator.review.store import Gradebook, ReviewError, manual_points
 
-COLUMNS = ["student_id", "part", "answer", "points", "max_points", "comment", "version"]
+COLUMNS = ["student_id", "part", "answer", "answer_status", "points", "max_points", "comment", "version"]
 REQUIRED = ("student_id", "part", "points")
 
 
@@ -31,8 +32,10 @@ def export_sheet(folder: Path, out: Path) -> int:
         for part, limit in limits.items():
             score = scores.get((student["id"], part))
             answer = student["answers"].get("parts", {}).get(part, {})
-            rows.append([student["id"], part, answer.get("text", ""), number_text(score.points) if score else "",
-                         limit, score.comment if score else "", score.version if score else 0])
+            status = answer.get("status", "absent")
+            rows.append([student["id"], part, answer.get("text", "") if status == "answered" else "", status,
+                         number_text(score.points) if score else "", limit, score.comment if score else "",
+                         score.version if score else 0])
     write_text_atomically(out, csv_rows(rows, COLUMNS))
     return len(rows)
 
