@@ -131,6 +131,8 @@ def test_anonymous_and_seeded_order(folder):
     c.set_cookie(COOKIE, TOKEN)
     page = c.get("/?lang=en").get_data(as_text=True)
     assert "Student Name" not in page and "s00" not in page and "Student 1" in page
+    for path in ("/student/0", "/student/1", "/part/q1/0"):   # nor in a file's path
+        assert "s00" not in c.get(path + "?lang=en").get_data(as_text=True)
     again = create_app(Settings(folder, TOKEN, seed=7)).test_client()
     again.set_cookie(COOKIE, TOKEN)
     names = lambda html: re.findall(r"Student Name(\d)", html)   # noqa: E731

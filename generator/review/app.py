@@ -147,6 +147,7 @@ class View:
         ctx["progress"] = progress
         ctx["md"] = lambda text: Markup(markdown_html(text or ""))   # sanitized (render.py)
         ctx["config_token"] = self.settings.token
+        ctx["anonymous"] = self.settings.anonymous   # file paths name the student: not shown then
         ctx["lang_query"] = "?lang=" + ctx["locale"] if request.args.get("lang") else ""
         return render_template(template, **ctx)
 
