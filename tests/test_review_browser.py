@@ -95,6 +95,12 @@ def test_grade_q1_with_keys_veto_reload_and_export(served, tmp_path):
             _key(driver, Keys.ARROW_RIGHT)
             WebDriverWait(driver, 10).until(lambda d: d.current_url.split("?")[0].endswith(f"/part/q1/{at + 1}"))
     assert "(3 / 3)" in driver.find_element("css selector", "section.student h2").text
+    driver.get(f"{base}/part/q2/0?lang=en")   # Q2 of s001 was graded before: u goes to the next not graded
+    Gradebook(folder).set_score("s002", "q2", None, "", 1, "setup")
+    driver.refresh()
+    _key(driver, "u")
+    WebDriverWait(driver, 10).until(lambda d: d.current_url.split("?")[0].endswith("/part/q2/1"))
+    Gradebook(folder).set_score("s002", "q2", 2, "", 2, "setup")
 
     driver.get(f"{base}/student/1?lang=en")
     form = driver.find_element("css selector", 'form.veto[data-veto="boundary_removed"]')

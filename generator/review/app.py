@@ -107,6 +107,10 @@ def create_app(settings: Settings) -> Flask:
     return app
 
 
+def _unscored(score) -> bool:
+    return score is None or score.points is None
+
+
 def _points(value) -> float | None:
     if value in (None, ""):
         return None
@@ -212,7 +216,8 @@ class View:
         scores = self.book.scores(part=part)
         score = scores.get((sid, part))
         done = sum(1 for s in scores.values() if s.points is not None)
-        return {"part": info, "at": at, "count": len(order), "who": self.who(at, sid, name),
+        ungraded = next((i for i in range(at + 1, len(order)) if _unscored(scores.get((order[i][0], part)))), None)
+        return {"ungraded": ungraded, "part": info, "at": at, "count": len(order), "who": self.who(at, sid, name),
                 "answer": self.answer(student, part), "score": score, "done": done,
                 "regraded": student["regraded"], "prev": at - 1 if at > 0 else None,
                 "next": at + 1 if at + 1 < len(order) else None}

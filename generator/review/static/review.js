@@ -79,6 +79,7 @@
         !/^[0-9]$/.test(e.key)) return;
     if ((e.key === "ArrowRight" || e.key === "j") && main.dataset.next) { location.href = main.dataset.next; }
     else if ((e.key === "ArrowLeft" || e.key === "k") && main.dataset.prev) { location.href = main.dataset.prev; }
+    else if (e.key === "u" && main.dataset.ungraded) { location.href = main.dataset.ungraded; }
     else if (/^[0-9]$/.test(e.key)) {
       const form = current();
       if (!form || Number(e.key) > Number(form.dataset.max)) return;
