@@ -145,12 +145,12 @@ needs_bwrap = pytest.mark.skipif(sandbox.sandbox_problem() is not None, reason=f
                                  f"{sandbox.sandbox_problem()}")
 
 
-def inside(code: str, folders=(), timeout=120) -> subprocess.CompletedProcess:
-    """Python code run as a worker of the sandbox runs (sandbox_command's bubblewrap, this module as
-    the checker), after `factory` (code run as the factory first, in the factory's view)."""
+def inside(code: str, folders=(), timeout=120, gpu=False) -> subprocess.CompletedProcess:
+    """Python code run as the worker factory is run (sandbox_command's bubblewrap, with this module
+    as the checker file); WORKER's worker() runs a function in a worker isolated as the checker's."""
     staging = sandbox.sandbox_staging()
     try:
-        argv = sandbox.sandbox_command(sys.executable, sandbox.__file__, list(folders), False, None, staging)
+        argv = sandbox.sandbox_command(sys.executable, sandbox.__file__, list(folders), gpu, None, staging)
         start = argv.index("--zygote") - 1
         argv[start:start + 2] = ["-c", "import sys; sys.path.insert(0, '/.coursepack/checker'); import sandbox\n" + code]
         return subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
@@ -167,7 +167,7 @@ def worker(body):
     if pid == 0:
         os.close(read)
         os.setpgid(0, 0)
-        sandbox.isolate({"processes": 64, "scratch_mib": 16, "shm_mib": 8}, OWN)
+        sandbox.isolate({"scratch_mib": 16, "shm_mib": 8}, OWN)
         answer = body()
         os.write(write, json.dumps(answer).encode())
         os._exit(0)
@@ -177,7 +177,7 @@ def worker(body):
         data += chunk
     os.waitpid(pid, 0)
     return json.loads(data or b"null")
-OWN = sandbox.own_pids_work(False)
+OWN = sandbox.own_pids_work(GPU)
 """
 
 
@@ -186,7 +186,7 @@ def test_a_worker_sees_no_course_no_home_and_only_its_own_processes(tmp_path):
     course = tmp_path / "course"
     (course / "lessons").mkdir(parents=True)
     (course / "lessons" / "solution.py").write_text("ANSWER = 1\n")
-    done = inside(WORKER + """
+    done = inside(WORKER.replace("GPU", "False") + """
 def look():
     return {"root": sorted(os.listdir("/")), "course": os.path.exists(COURSE), "repo": os.path.exists(REPO),
             "pids": [p for p in os.listdir("/proc") if p.isdigit()], "home": os.path.exists(HOME)}
@@ -208,7 +208,7 @@ def test_every_process_a_worker_starts_ends_with_it_and_workers_share_no_tmp():
     """A worker leaves a file in /tmp and /dev/shm and a child in a new session that would sleep
     30 s holding the worker's answer pipe open: the next worker sees neither file, and the pipe
     closes when the worker ends (the child ended with it)."""
-    done = inside(WORKER + """
+    done = inside(WORKER.replace("GPU", "False") + """
 import time
 def leave_behind():
     open("/tmp/cp-drop", "w").write("x"); open("/dev/shm/cp-drop", "w").write("x")
@@ -246,3 +246,25 @@ def test_the_view_script_lists_a_workers_disk(tmp_path):
     listing = json.loads(done.stdout[done.stdout.index("{"):])
     assert listing[str(tmp_path / "course")] == "(No such file or directory)"
     assert listing["/tmp"] == ["triton"] and listing["/dev/shm"] == []
+
+
+@pytest.mark.cuda
+@needs_bwrap
+def test_a_gpu_worker_runs_cuda_in_its_own_pid_namespace():
+    """On a GPU host: the factory's probe finds that a worker may have its own PID namespace (cuInit
+    in one), and a worker isolated so runs a CUDA kernel of torch's and sees only its own processes."""
+    from tests.conftest import has_cuda
+    if not has_cuda():
+        pytest.skip("needs a CUDA GPU; none is visible to torch here")
+    subprocess.run([sys.executable, "-c", "import torch; torch.cuda.init()"], check=True, timeout=300)  # /dev/nvidia-uvm
+    done = inside(WORKER.replace("GPU", "True") + """
+def run():
+    import torch
+    value = float((torch.arange(4, device="cuda", dtype=torch.float32) * 2).sum())
+    return {"value": value, "pids": [p for p in os.listdir("/proc") if p.isdigit()], "root": sorted(os.listdir("/"))}
+print(json.dumps(dict(worker(run), own=OWN)))
+""", gpu=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    seen = json.loads(done.stdout)
+    assert seen["own"], "no PID namespace per worker with CUDA here: every result says so (sandbox_label)"
+    assert seen["value"] == 12.0 and seen["pids"] == ["1"], seen
