@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """What code in the sandbox sees of this machine: the sandbox's mount plan, then, from inside a
 worker isolated as the checker isolates one (the same bubblewrap command line, the same isolate()),
-a listing of /, /tmp, /dev/shm, /proc and of the folders named on the command line.
+a listing of /, /etc, /tmp, /dev/shm, /proc and of the folders named on the command line.
 
     python scripts/sandbox_view.py [--gpu] [FOLDER ...]     (FOLDER: e.g. the course, the build, home)
 
@@ -34,7 +34,7 @@ def listing(path):
     except OSError as exc:
         return f"({exc.strerror})"
 
-seen = {path: listing(path) for path in ["/", "/tmp", "/dev/shm", "/.coursepack", "/.coursepack/checker"] + FOLDERS}
+seen = {path: listing(path) for path in ["/", "/etc", "/tmp", "/dev/shm", "/.coursepack", "/.coursepack/checker"] + FOLDERS}
 seen["/proc (processes)"] = [p for p in listing("/proc") if p.isdigit()]
 seen["own PID namespace"] = own
 print(json.dumps(seen, indent=1))
