@@ -192,3 +192,20 @@ def test_a_regraded_student_is_marked(folder, tmp_path):
     assert overview.count('class="tag regraded"') == 1
     page = c.get("/part/q1/1?lang=en").get_data(as_text=True)
     assert "Automatic result changed at the last regrade: 3 (graded) → 0 (timed out)" in page
+
+
+def test_similar_answers_are_shown_beside_the_answer_and_hidden_when_anonymous(folder):
+    import json
+    matches = [{"part": "q1", "student": "s001", "kind": "student", "other": "s002", "score": 0.92, "shared": 9},
+               {"part": "q1", "student": "s002", "kind": "reference", "other": "reference:en", "score": 0.81,
+                "shared": 7}]
+    (folder / "similarity.json").write_text(json.dumps({"documents": {}, "matches": matches}), encoding="utf-8")
+    for anonymous, expected in ((False, "s001 92%"), (True, "another student 92%")):
+        c = create_app(Settings(folder, TOKEN, anonymous=anonymous)).test_client()
+        c.set_cookie(COOKIE, TOKEN)
+        at = next(i for i in range(3) if "reference answer (en) 81%" in c.get(f"/part/q1/{i}?lang=en").get_data(
+            as_text=True))
+        page = c.get(f"/part/q1/{at}?lang=en").get_data(as_text=True)
+        assert "Similar (similarity.md): " in page and expected in page, page
+        assert "相似（见 similarity.md）" in c.get(f"/part/q1/{at}?lang=zh-CN").get_data(as_text=True)
+        assert "Similar" not in c.get(f"/part/q2/{at}?lang=en").get_data(as_text=True)

@@ -11,6 +11,7 @@ page are rewritten right after the answer is sent."""
 from __future__ import annotations
 
 import hmac
+import json
 import random
 import threading
 from dataclasses import dataclass
@@ -132,6 +133,7 @@ class View:
     def __init__(self, book: Gradebook, settings: Settings):
         self.book, self.settings = book, settings
         self.writing = threading.Lock()
+        self._similarity: tuple = (None, [])   # (similarity.json's mtime, its matches)
 
     # --- shared ------------------------------------------------------------------------------
 
@@ -184,7 +186,40 @@ class View:
         given = (student["answers"].get("parts") or {}).get(part) or {"status": "absent", "text": ""}
         text = given.get("text") or ""
         html = markdown_html(text) if given.get("status") == "answered" and text.strip() else ""
-        return {**given, "html": html}
+        return {**given, "html": html, "similar": self.similar(student["id"], part)}
+
+    def similar(self, sid: str, part: str) -> list[dict]:
+        """The copy detection's matches of this answer (grading's similarity.json), labelled for the
+        page; another student is named only when the page is not anonymous."""
+        w = words(self.context()["locale"])
+        found = []
+        for m in self.similarity():
+            if m.get("part") != part or sid not in (m.get("student"), m.get("other")):
+                continue
+            kind, other = m.get("kind"), m["other"] if m.get("student") == sid else m.get("student")
+            if kind in ("reference", "question"):
+                label = w[f"similar_{kind}"].format(locale=str(other).partition(":")[2])
+            elif kind == "student" and not self.settings.anonymous:
+                label = str(other)
+            else:
+                label = w["similar_earlier" if kind == "earlier" else "similar_student"]
+            found.append({"label": label, "score": f"{float(m.get('score', 0)):.0%}"})
+        return found
+
+    def similarity(self) -> list[dict]:
+        """similarity.json's matches, read again only when the file changed (a regrade)."""
+        path = Path(self.settings.folder) / "similarity.json"
+        try:
+            stamp = path.stat().st_mtime_ns
+        except OSError:
+            return []
+        if self._similarity[0] != stamp:
+            try:
+                matches = json.loads(path.read_text(encoding="utf-8")).get("matches") or []
+            except (OSError, ValueError, AttributeError):
+                matches = []
+            self._similarity = (stamp, [m for m in matches if isinstance(m, dict)])
+        return self._similarity[1]
 
     # --- pages -------------------------------------------------------------------------------
 
