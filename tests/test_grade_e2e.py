@@ -124,8 +124,9 @@ def test_every_student_gets_the_status_and_points_their_code_deserves(graded):
         "where_gt": ("graded", "2", set()), "identity_zh": ("graded", "0", set()),
         "liar": ("graded", "0", {"claim_differs"}), "zipped": ("graded", "2", set()),
         "broken": ("unreadable", "0", set()), "ambiguous": ("unreadable", "0", set()),
-        "binary": ("unreadable", "0", set()), "hang": ("timed out", "2", set()),
-        "crash": ("crashed", "0", set()), "net": ("sandbox violation", "3", {"sandbox_events"}),
+        # hang and net changed the entry outside the blank: what their cases gave (2 and 3) waits for a review
+        "binary": ("unreadable", "0", set()), "hang": ("timed out", "0", {"withheld", "edits_outside_blank"}),
+        "crash": ("crashed", "0", set()), "net": ("sandbox violation", "0", {"sandbox_events", "withheld"}),
         "blank": ("graded", "0", {"blank"}), "ghost": ("no submission", "0", set()),
     }
     problems = []

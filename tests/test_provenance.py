@@ -74,13 +74,37 @@ def filled(rt, fill: str) -> str:
     "xv.__class__", "tl.core.inspect.stack()", 'f"{xv}"', "print(xv)", "tl.maximum(xv, 0.0) + len(x)",
     "globals()", "tl.maximum(xv, 0.0, propagate_nan=tl.PropagateNan.ALL) if __debug__ else xv", "xv.type.to_ir",
     'tl.core.tensor(type(xv.handle)(__import__("numpy").maximum(xv.handle.data, 0), xv.handle.dtype), xv.type)',
-    "{1: xv}[1]", "*xv", "0.0, mask=mask); print(1); tl.store(out + offsets, xv", "tl.__dict__",
+    "{1: xv}[1]", "*xv", "tl.__dict__",
 ])
 def test_python_in_the_blank_is_not_triton(fill):
     rt = checker()
     found = rt.review(filled(rt, fill))
     assert found["fill_not_triton"] and not found["proven"], (fill, found)
     assert found["edits"] == [] and not found["unreviewed"]
+
+
+@pytest.mark.parametrize("fill", ["0.0, mask=mask); print(1); tl.store(out + offsets, xv", "xv, 0.0",
+                                  "xv, mask=mask)\n    print(1)\n    tl.store(out + offsets, xv"])
+def test_a_fill_that_breaks_out_of_the_blank_changes_the_code(fill):
+    rt = checker()
+    found = rt.review(filled(rt, fill))
+    assert found["code_differs"] and found["edits"] and not found["proven"], (fill, found)
+
+
+def test_a_fill_over_several_lines_is_found_in_the_syntax_tree():
+    rt = checker()
+    fill = "tl.maximum(\n        xv, 0.0,\n        propagate_nan=tl.PropagateNan.ALL,\n    )"
+    found = rt.review(filled(rt, fill))
+    assert found["proven"] and found["fill"] == "tl.maximum(xv, 0.0, propagate_nan=tl.PropagateNan.ALL)", found
+    found = rt.review(filled(rt, "tl.maximum(\n        xv, __import__('os'))"))
+    assert found["fill_not_triton"] and not found["proven"]
+
+
+def test_code_too_deep_to_review_is_unreviewed_not_a_traceback():
+    rt = checker()
+    found = rt.review(filled(rt, "+".join(["xv"] * 20000)))
+    assert found["unreviewed"] and not found["proven"]
+    assert rt.kernels_defined("x = " + "+".join(["a"] * 20000)) == []
 
 
 @pytest.mark.parametrize("fill", ["xv", "tl.where(xv > 0, xv, 0)", "(xv + 1.0) * 2 - xv", "xv.to(tl.float32)",
@@ -351,3 +375,12 @@ def test_the_static_review_before_a_check_imports_no_triton(tmp_path):
     done = subprocess.run([sys.executable, "-c", script], input=json.dumps(data), capture_output=True, text=True,
                           check=True)
     assert done.stdout.split() == ["torch.relu(xv)", "torch.relu(xv)", "False", "False"]
+
+
+def test_grading_rows_show_withheld_points():
+    from generator.grade.rows import checker_flags
+    data = {"status": "pass", "edits_outside_blank": [], "score": {"normal": 0, "boundary": 0,
+                                                                   "withheld": {"normal": 2, "boundary": 1}},
+            "flags": {"withheld": ["fill_not_triton"], "fill_not_triton": "a call of `print`", "no_triton": True,
+                      "unreviewed": None, "torch_computes": []}}
+    assert checker_flags(data) == ["no_triton", "withheld", "fill_not_triton"]

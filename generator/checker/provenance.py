@@ -122,29 +122,45 @@ def is_jit(function):
     return False
 
 
-def expression_at(tree, line, start, end):
-    """The outermost expression spanning exactly line:start..end (UTF-8 byte columns), or None."""
-    for node in ast.walk(tree):
-        if isinstance(node, ast.expr) and (node.lineno, node.end_lineno) == (line, line) \
-                and (node.col_offset, node.end_col_offset) == (start, end):
-            return node
+def same_but_blank(exercise, mine, blank, captured):
+    """None when the syntax tree mine is exercise with an expression where exercise has the name
+    blank (appended to captured); else the line of mine where they first differ (positions, layout
+    and comments are not in a tree)."""
+    if isinstance(exercise, ast.Name) and exercise.id == blank and isinstance(mine, ast.expr):
+        captured.append(mine)
+        return None
+    if type(exercise) is not type(mine):
+        return _line(mine)
+    for name, theirs in ast.iter_fields(exercise):
+        ours = getattr(mine, name, None)
+        if isinstance(theirs, list):
+            differs = _same_lists(theirs, ours, blank, captured, mine)
+        elif isinstance(theirs, ast.AST):
+            differs = same_but_blank(theirs, ours, blank, captured) if isinstance(ours, ast.AST) else _line(mine)
+        else:
+            differs = None if theirs == ours and type(theirs) is type(ours) else _line(mine)
+        if differs is not None:
+            return differs
     return None
 
 
-def first_difference(mine, theirs):
-    """The line of the first place where two syntax trees differ, or None when they are the same
-    (positions, comments and layout aside)."""
-    if ast.dump(mine) == ast.dump(theirs):
-        return None
-    for a, b in zip(ast.walk(mine), ast.walk(theirs)):
-        if type(a) is not type(b) or _fields(a) != _fields(b):
-            return getattr(a, "lineno", None) or 1
-    return max((getattr(n, "lineno", 1) for n in ast.walk(mine)), default=1)
+def _same_lists(theirs, ours, blank, captured, parent):
+    if not isinstance(ours, list):
+        return _line(parent)
+    for a, b in zip(theirs, ours):
+        if isinstance(a, ast.AST) and isinstance(b, ast.AST):
+            differs = same_but_blank(a, b, blank, captured)
+        else:
+            differs = None if a == b and type(a) is type(b) else _line(parent)
+        if differs is not None:
+            return differs
+    if len(theirs) != len(ours):   # a statement added (its line) or left out (the one before)
+        return _line(ours[len(theirs)] if len(ours) > len(theirs) else (ours[-1] if ours else parent))
+    return None
 
 
-def _fields(node):
-    return [(name, value) for name, value in ast.iter_fields(node) if not isinstance(value, (ast.AST, list))] + \
-        [(name, len(value)) for name, value in ast.iter_fields(node) if isinstance(value, list)]
+def _line(node):
+    return getattr(node, "lineno", None) or 1
 
 
 def reference_operations(reference_source):

@@ -11,8 +11,8 @@ import warnings
 from pathlib import Path
 
 from .common import BLANK, HERE, LESSON, msg, without_main_block
-from .provenance import (enclosing_function, expression_at, fill_problem, first_difference, is_jit, kernel_scope,
-                         reference_operations, torch_computations)
+from .provenance import (enclosing_function, fill_problem, is_jit, kernel_scope, reference_operations, same_but_blank,
+                         torch_computations)
 
 
 class Target:
@@ -111,32 +111,40 @@ def blank_lines(text):
 
 def review(text, notebook=False, undecodable=None, grammar=True):
     """What the trusted side knows of a file from its text (the one check.py runs): the lines
-    changed outside the blank, the fill, whether the code is the exercise with that fill (syntax
-    trees compared), why the fill is not a Triton expression, and the torch computations of the
-    answer in its host code. Fails closed: a file that cannot be decoded, tokenized or parsed is
-    `unreviewed` (why), never one without edits. `proven`: the code is provably the exercise with
-    a Triton fill. grammar=False leaves the fill unchecked (it imports triton.language, which only
-    environment.prepare may import first: before a check's workers exist, or in grading's own
-    process, the edits and the fill are all that is asked)."""
+    changed outside the blank, the fill, whether the code is the exercise with an expression in its
+    blank (syntax trees compared: layout and comments aside, a fill may span lines), why the fill
+    is not a Triton expression, and the torch computations of the answer in its host code. Fails
+    closed: a file that cannot be decoded or parsed (or nests too deeply), or whose changes cannot
+    be listed because it will not tokenize, is `unreviewed` (why), never one without edits.
+    `proven`: the code is provably the exercise with a Triton fill. grammar=False leaves the fill
+    unchecked (it imports triton.language, which only environment.prepare may import first: before
+    a check's workers exist, or in grading's own process, the edits and the fill are all it asks)."""
     found = {"edits": [], "fill": None, "unreviewed": undecodable, "code_differs": True, "fill_not_triton": None,
              "torch_computes": [], "proven": False}
-    lines = without_main_block(LESSON["template"]) if notebook else LESSON["template"]
-    lined = None if undecodable else _line_review(text, lines)
+    if undecodable:
+        return found
+    try:
+        _review(found, text, without_main_block(LESSON["template"]) if notebook else LESSON["template"], grammar)
+    except (RecursionError, MemoryError) as exc:
+        found.update(unreviewed=f"{type(exc).__name__}: {str(exc)[:120]}", code_differs=True, fill_not_triton=None)
+    found["proven"] = grammar and not (found["unreviewed"] or found["code_differs"] or found["fill_not_triton"])
+    return found
+
+
+def _review(found, text, lines, grammar):
+    lined = _line_review(text, lines)
     try:
         tree = ast.parse(text)
     except (SyntaxError, ValueError) as exc:
-        found["unreviewed"] = found["unreviewed"] or f"{type(exc).__name__}: {exc}"[:200]
-        return found
-    if lined is None:
-        found["unreviewed"] = found["unreviewed"] or msg("unreviewed_tokenize")
-        return dict(found, torch_computes=_computes(tree))
-    found["edits"], found["fill"] = lined
-    if found["fill"] is not None:
-        _review_fill(found, tree, lines, grammar)
+        found["unreviewed"] = f"{type(exc).__name__}: {exc}"[:200]
+        return
+    if lined is not None:
+        found["edits"], found["fill"] = lined
+    _review_tree(found, tree, lines, grammar)
+    if lined is None and found["code_differs"]:   # changed, and the changed lines cannot all be named
+        found["unreviewed"] = msg("unreviewed_tokenize")
     if found["code_differs"]:
         found["torch_computes"] = _computes(tree)
-    found["proven"] = grammar and not (found["unreviewed"] or found["code_differs"] or found["fill_not_triton"])
-    return found
 
 
 def review_edits(text, notebook=False):
@@ -149,29 +157,24 @@ def _computes(tree):
     return torch_computations(tree, reference_operations(LESSON.get("reference") or ""))
 
 
-def _review_fill(found, tree, lines, grammar=True):
-    """The exercise with this fill, as syntax, against the file's; the fill against Triton's grammar."""
-    fill, index = found["fill"], LESSON["blank_line"] - 1
-    column = lines[index].index(BLANK)
-    rebuilt = list(lines)
-    rebuilt[index] = lines[index][:column] + fill + lines[index][column + len(BLANK):]
-    try:
-        exercise = ast.parse("\n".join(rebuilt) + "\n")
-    except (SyntaxError, ValueError):
-        found["fill_not_triton"] = msg("fill_not_expression")
+def _review_tree(found, tree, lines, grammar=True):
+    """The file's syntax tree against the exercise's, whose blank stands for any one expression:
+    the file is the exercise with that expression as its fill, or the line where they differ (an
+    edit, though every line may match: an indentation changed); then the fill against Triton's
+    grammar."""
+    exercise = ast.parse("\n".join(lines) + "\n")
+    captured = []
+    differs = same_but_blank(exercise, tree, BLANK, captured)
+    found["code_differs"] = differs is not None or not captured
+    if found["code_differs"]:
+        if not found["edits"]:
+            found["edits"] = [differs or 1]
         return
-    start = len(lines[index][:column].encode())
-    node = expression_at(exercise, index + 1, start, start + len(fill.encode()))
-    differs = first_difference(tree, exercise)
-    found["code_differs"] = differs is not None
-    if differs is not None and not found["edits"]:
-        found["edits"] = [differs]   # the same lines, another structure (an indentation changed)
-    if node is None:
-        found["fill_not_triton"] = msg("fill_not_expression")
-        return
-    kernel = enclosing_function(exercise, index + 1)
+    if found["fill"] is None:   # a fill over several lines: the line review did not see it
+        found["fill"] = ast.unparse(captured[0])[:400]
+    kernel = enclosing_function(exercise, LESSON["blank_line"])
     if grammar and kernel is not None and is_jit(kernel):
-        found["fill_not_triton"] = fill_problem(node, kernel_scope(kernel))
+        found["fill_not_triton"] = fill_problem(captured[0], kernel_scope(kernel))
 
 
 def _line_review(text, template_lines):
@@ -222,7 +225,7 @@ def kernels_defined(text):
     `@triton.jit(...)`, under `@triton.autotune` or `@triton.heuristics` too); [] if it won't parse."""
     try:
         tree = ast.parse(text)
-    except (SyntaxError, ValueError):
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
         return []
     found = []
     for node in ast.walk(tree):

@@ -21,8 +21,9 @@ from generator.grade.roster import Student, match
 
 CONTAINER = "container"   # graded without our sandbox in a container that refuses it (gradescope.py)
 STATUSES = ("graded", "no submission", "unreadable", "crashed", "timed out", "sandbox violation")
-FLAGS = ("edits_outside_blank", "no_triton", "claim_differs", "sandbox_events", "patched", "inputs_modified",
-         "protocol", "blank", "late", "other_code", "not_in_roster", "sandbox_off")
+FLAGS = ("withheld", "edits_outside_blank", "unreviewed", "fill_not_triton", "no_triton", "torch_computes",
+         "claim_differs", "sandbox_events", "patched", "inputs_modified", "protocol", "blank", "late", "other_code",
+         "not_in_roster", "sandbox_off")
 
 
 @dataclass
@@ -140,7 +141,9 @@ def checker_flags(data: dict) -> list[str]:
     if data.get("status") == "blank":
         found.append("blank")
     for key, flag in (("no_triton", "no_triton"), ("events", "sandbox_events"), ("patched", "patched"),
-                      ("inputs_modified", "inputs_modified"), ("protocol", "protocol")):
+                      ("inputs_modified", "inputs_modified"), ("protocol", "protocol"), ("withheld", "withheld"),
+                      ("unreviewed", "unreviewed"), ("fill_not_triton", "fill_not_triton"),
+                      ("torch_computes", "torch_computes")):
         if flags.get(key):
             found.append(flag)
     return found
