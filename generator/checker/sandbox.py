@@ -66,8 +66,7 @@ def sandbox_problem():
 def sandbox_label(base, setup):
     """What a result says of its sandbox: `base` (how it runs) and what it lacks here. A worker's
     memory is bounded per process (RLIMIT_DATA) and by its tmpfs sizes, its processes by
-    RLIMIT_NPROC: there is no cgroup per worker (memory.max, pids.max), which needs a cgroup v2
-    tree delegated to the grading user, not there on the machines this was built on."""
+    RLIMIT_NPROC: there is no cgroup per worker (memory.max, pids.max) yet (docs/checker.md)."""
     if base is None:
         return None
     missing = ["no memory or process cgroup per worker"]
