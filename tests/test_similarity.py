@@ -88,9 +88,12 @@ def test_quoting_the_question_is_no_match_between_two_students():
 EXERCISE = bench.EXERCISE
 
 
-def test_own_code_is_what_the_exercise_does_not_have():
+def test_own_code_is_every_edit_outside_the_blank():
     code = EXERCISE.replace("______", "tl.maximum(xv, 0.0)") + "\n\ndef helper(a):\n    return a * 2\n"
-    assert own_code(code, [EXERCISE]) == "    out = tl.maximum(xv, 0.0)\n\ndef helper(a):\n    return a * 2"
+    assert own_code(code, [EXERCISE]) == "tl.maximum(xv, 0.0)\n\ndef helper(a):\n    return a * 2"
+    edited = EXERCISE.replace("______", "tl.where(xv > 0, xv, 0.0)  # mine").replace("mask = offsets < n",
+                                                                                    "mask = offsets <= n")
+    assert own_code(edited, [EXERCISE]) == "    mask = offsets <= n\n\ntl.where(xv > 0, xv, 0.0)"   # the fill alone
 
 
 def test_a_blank_the_class_fills_alike_and_the_exercise_itself_are_no_match():

@@ -143,22 +143,43 @@ def fingerprints(text: str, code: bool = False) -> Document:
     return doc
 
 
+BLANK = "______"
+
+
 def own_code(code: str, exercise_files: list[str]) -> str:
-    """The hunks of a submission that no exercise file has (the fill of the blank and every edit
-    outside it; for a whole-file lesson, what the student wrote), against the closest exercise,
-    separated by blank lines (a k-gram never joins two of them)."""
+    """The hunks of a submission that no exercise file has, against the closest exercise: the fill
+    of the blank (the expression alone, not the exercise's line around it) and every edit outside
+    it (for a whole-file lesson, what the student wrote), separated by blank lines (a k-gram never
+    joins two of them). A one-expression fill is too short to match by itself."""
     def lines(text):
         return [line.strip() for line in text.splitlines()]
     mine = code.splitlines()
     best = None
     for exercise in exercise_files or [""]:
+        fill = [_fill_pattern(line) for line in exercise.splitlines() if BLANK in line]
         matcher = difflib.SequenceMatcher(None, lines(code), lines(exercise), autojunk=False)
-        hunks = ["\n".join(line for line in mine[i1:i2] if line.strip())
+        hunks = ["\n".join(_without_exercise(line, fill) for line in mine[i1:i2] if line.strip())
                  for tag, i1, i2, _, _ in matcher.get_opcodes() if tag in ("replace", "delete")]
         hunks = [h for h in hunks if h]
         if best is None or sum(map(len, hunks)) < sum(map(len, best)):
             best = hunks
     return "\n\n".join(best or [])
+
+
+def _without_exercise(line: str, fill: list[re.Pattern]) -> str:
+    """A line as the student wrote it, or only the fill where it is the exercise's blank line."""
+    for pattern in fill:
+        found = pattern.match(line)
+        if found:
+            return " ".join(g for g in found.groups()[:-1] if g)
+    return line
+
+
+def _fill_pattern(line: str) -> re.Pattern:
+    """The exercise's blank line with any fill in the blank and any comment (or none) after it."""
+    code = line.split("#", 1)[0].strip() if not line.lstrip().startswith("#") else line.strip()
+    parts = [re.escape(part) for part in code.split(BLANK)]
+    return re.compile(r"^\s*" + "(.+?)".join(parts) + r"\s*(#.*)?$")
 
 
 @dataclass(frozen=True)
