@@ -8,6 +8,7 @@ import json
 import re
 import struct
 import threading
+import warnings
 import zlib
 
 MAX_HEADER = 1 << 20
@@ -200,7 +201,9 @@ def read_tensor(torch, description, data):
         raise ProtocolError(f"{len(data)} bytes for a {dtype} tensor of shape {shape}")
     if not numel:
         return torch.empty(shape, dtype=getattr(torch, dtype))
-    return torch.frombuffer(data, dtype=getattr(torch, dtype)).reshape(shape)
+    with warnings.catch_warnings():   # read-only bytes (from the shared region): nothing here writes to them
+        warnings.simplefilter("ignore", UserWarning)
+        return torch.frombuffer(data, dtype=getattr(torch, dtype)).reshape(shape)
 
 
 def checksum(data):
