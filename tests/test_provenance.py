@@ -384,3 +384,14 @@ def test_grading_rows_show_withheld_points():
             "flags": {"withheld": ["fill_not_triton"], "fill_not_triton": "a call of `print`", "no_triton": True,
                       "unreviewed": None, "torch_computes": []}}
     assert checker_flags(data) == ["no_triton", "withheld", "fill_not_triton"]
+
+
+def test_a_syntax_error_is_said_once():
+    rt = checker()
+    text = "def relu(x):\n    return (x\n"
+    found = rt.review(text)
+    assert found["unreviewed"]
+    target = rt.Target(Path("relu.py"), "relu.py", text)
+    ev = rt.Evaluation(target, [], None, [], None, {}, rt.syntax_error(text), flags={}, review=found)
+    lines, status = rt.render_report(ev)
+    assert status == "load_error" and not any("could not review" in line for line in lines), lines

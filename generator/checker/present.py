@@ -149,8 +149,9 @@ def render_report(ev):
     if ev.blank:
         lines += [msg("fill_blank", where=", ".join(target.where(n) for n in ev.blank)), msg("fill_blank_next")]
         return lines, "blank"
-    if ev.load_error is not None:
-        return lines + [load_error_line(target, ev.load_error)] + flag_lines(ev.flags), "load_error"
+    if ev.load_error is not None:   # a syntax error is why the edits could not be reviewed: said once
+        flags = dict(ev.flags, unreviewed=None) if ev.load_error["kind"] == "syntax" else ev.flags
+        return lines + [load_error_line(target, ev.load_error)] + flag_lines(flags), "load_error"
     symbols = {"pass": "PASS", "skip": "SKIP", "not_run": "----"}
     for case in LESSON["cases"]:
         result = ev.results.get(case["id"], {"status": "crash", "code": "?"})
