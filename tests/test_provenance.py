@@ -318,6 +318,7 @@ def test_withheld_points_are_shown_and_zero_in_the_json():
     assert status == "pass" and data["score"]["normal"] == data["score"]["boundary"] == 0
     assert data["score"]["withheld"] == {"normal": 2, "boundary": 1} and data["score"]["why"] == ["fill_not_triton"]
     assert data["flags"]["fill_not_triton"] and any("withheld" in line for line in lines)
+    assert lines[-1] == rt.msg("next_withheld")
     honest = rt.review(filled(rt, "tl.maximum(xv, 0.0, propagate_nan=tl.PropagateNan.ALL)"))
     ev = rt.Evaluation(target, [], honest["fill"], [], None, {"seed": {"status": "pass"}, "tail": {"status": "pass"}},
                        flags={}, review=honest)
