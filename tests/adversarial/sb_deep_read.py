@@ -1,9 +1,8 @@
 # expect: status=pass; events=file
-# Reads files through helpers several frames below its own code (pathlib, linecache, codecs,
-# importlib's loader, a chain of its own functions), where a hook that looks one frame up sees
-# nothing; then answers right. Each read must be reported.
-import codecs
-import importlib.util
+# Reads files only through the standard library's helpers, two or more frames below its own code
+# (pathlib, linecache, filecmp), at the end of a chain of its own functions: a hook that looks
+# one frame up sees nothing. Then it answers right. The reads must be reported.
+import filecmp
 import linecache
 from pathlib import Path
 
@@ -18,21 +17,15 @@ def _through_linecache(path):
     return "".join(linecache.getlines(path))
 
 
-def _through_codecs(path):
-    with codecs.open(path, "r", "utf-8") as handle:
-        return handle.read()
-
-
-def _through_importlib(path):
-    spec = importlib.util.spec_from_file_location("cp_sb_deep", path)
-    return spec.loader.get_data(path) if spec else b""
+def _through_filecmp(path):
+    return filecmp.cmp(path, path, shallow=False)
 
 
 def _deeper(read, path, depth=6):
     return read(path) if depth == 0 else _deeper(read, path, depth - 1)
 
 
-for reader in (_through_pathlib, _through_linecache, _through_codecs, _through_importlib):
+for reader in (_through_pathlib, _through_linecache, _through_filecmp):
     for target in TARGETS:
         try:
             _deeper(reader, target)
