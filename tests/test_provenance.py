@@ -192,6 +192,9 @@ def test_torch_computations_come_from_the_reference():
     matmul = rt.reference_operations("def reference(a, b):\n    return (a.double() @ b.double()).to(a.dtype)\n")
     assert "@" in matmul and "mm" in matmul and "to" not in matmul
     assert rt.torch_computations(ast.parse(code), matmul) == ["@ (line 10)"]
+    add = rt.reference_operations("def reference(x, y):\n    return (x.double() + y.double()).to(x.dtype)\n")
+    host = ast.parse("def vector_add(x, y):\n    n = x.numel() + 1\n    return torch.add(x, y) if n else x.add(y)\n")
+    assert rt.torch_computations(host, add) == ["torch.add (line 3)", "x.add (line 3)"]
 
 
 def test_frames_are_refused_past_a_depth_before_they_are_decoded():

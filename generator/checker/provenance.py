@@ -22,8 +22,12 @@ PLAIN = (ast.Expression, ast.BinOp, ast.UnaryOp, ast.BoolOp, ast.Compare, ast.If
 ALIASES = {"relu": {"relu", "relu_", "clamp", "clamp_", "clamp_min", "clip", "threshold", "hardtanh"},
            "softmax": {"softmax", "log_softmax", "_softmax", "special_softmax"},
            "matmul": {"matmul", "mm", "bmm", "addmm", "einsum", "tensordot", "mv", "dot", "inner", "linear", "chain_matmul"},
-           "add": {"add", "add_", "addcmul", "sum"}}
+           "add": {"add", "add_"}, "sub": {"sub", "sub_", "subtract"}, "mul": {"mul", "mul_", "multiply"},
+           "div": {"div", "div_", "divide", "true_divide"}}
 OPERATORS = {ast.MatMult: "@"}   # an operator in host code only where it rarely means index arithmetic
+# The torch functions of the reference's element-wise operators (the operators themselves are not
+# looked for in host code: there they are index arithmetic as often as not).
+OPERATOR_FUNCTIONS = {ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.Div: "div"}
 
 
 def fill_problem(fill_node, scope):
@@ -165,7 +169,8 @@ def _line(node):
 
 def reference_operations(reference_source):
     """The torch computations the lesson's reference function performs, as names to look for:
-    torch.X and Tensor.X calls (with torch's aliases), and `@`."""
+    torch.X and Tensor.X calls (with torch's aliases), `@`, and the torch functions of its
+    element-wise operators (x + y: torch.add, x.add)."""
     try:
         tree = ast.parse(reference_source)
     except (SyntaxError, ValueError):
@@ -177,6 +182,8 @@ def reference_operations(reference_source):
             found |= ALIASES.get(node.func.attr, set()) | {node.func.attr}
         elif isinstance(node, ast.BinOp) and type(node.op) in OPERATORS:
             found |= {OPERATORS[type(node.op)]} | ALIASES["matmul"]
+        elif isinstance(node, ast.BinOp) and type(node.op) in OPERATOR_FUNCTIONS:
+            found |= ALIASES[OPERATOR_FUNCTIONS[type(node.op)]]
     return found - {"double", "float", "half", "to", "contiguous", "clone"}   # conversions compute nothing
 
 
