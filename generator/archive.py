@@ -13,6 +13,7 @@ import struct
 import zipfile
 import zlib
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 from typing import BinaryIO, Iterable, Iterator
 
@@ -123,11 +124,18 @@ def constant_part(data: bytes) -> bytes:
     """
     parts = _constants()
     if len(data) >= 1 << 16 and data not in parts:
-        packed = _deflate_part(data)
-        if zlib.decompressobj(-15).decompress(packed) != data:   # checked once, here
-            raise ArchiveError("a constant part does not inflate back to itself")
-        parts[data] = _Constant(packed, zlib.crc32(data), _x_power(8 * len(data)))
+        parts[data] = _deflated_part(data)
     return data
+
+
+@lru_cache(maxsize=4)
+def _deflated_part(data: bytes) -> "_Constant":
+    """data deflated and checked, by its bytes alone (pure): the parts are the vendored mermaid and
+    the checker's code, the same in every build of a process, and 3.5 MB take a second to deflate."""
+    packed = _deflate_part(data)
+    if zlib.decompressobj(-15).decompress(packed) != data:   # checked once, here
+        raise ArchiveError("a constant part does not inflate back to itself")
+    return _Constant(packed, zlib.crc32(data), _x_power(8 * len(data)))
 
 
 @dataclass(frozen=True)

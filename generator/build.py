@@ -1,17 +1,21 @@
-"""The pipeline: load -> render -> leak scan -> verify -> zip -> swap build/dist -> report.
+"""The pipeline: load -> render and check -> verify -> zip -> swap build/dist -> report.
 
-Nothing under build/dist changes unless every step succeeded. Lesson by lesson: besides the loaded
-content and small records (sha256, names, fingerprints), a build holds one lesson's packs at a time
-(per worker), not the course's.
+Nothing under build/dist changes unless every step succeeded. Each lesson x locale is rendered
+once per build (and once more for the course bundles, whose previous/next links lead to the other
+lessons' folders); its zips, bundle folders and Quarto folder are made from that rendering. What a
+build computes once and reuses lives in its memo (generator.memo), dropped when it returns.
 
-- render: each lesson x locale is rendered, leak-scanned and checked for edition drift in turn;
-  with verification, its packs go to its job folder (verify_all) and are let go of;
-- verify: every task then runs together (a Slurm build submits one job array);
-- release: each lesson is rendered again (the packs must be the ones verified: their content
-  hashes are compared), finished with its record, zipped and scanned, in -j forked processes; the
-  build process writes its zips to build/dist.new and its folders into the course bundles, which
-  are written lesson by lesson too; the Quarto projects come last; build/dist.new replaces
-  build/dist once every zip is there.
+- render and check: with verification, every lesson x locale is rendered, leak-scanned and checked
+  for edition drift in turn (checked_all), each with a memo of its own; any problem stops the
+  build before a job folder is written. The packs stay in memory (without their early pages)
+  until they are released: they are the bytes that are verified and zipped;
+- verify: their verified files go to the lessons' job folders, and every task runs together (a
+  Slurm build submits one job array);
+- release: each lesson is finished with its record, zipped and scanned, in -j forked processes
+  (--no-verify: rendered and checked there, a lesson at a time); the build process writes its
+  zips to build/dist.new and its folders into the course bundles, which are written lesson by
+  lesson too; the Quarto projects come last; build/dist.new replaces build/dist once every zip is
+  there.
 """
 
 from __future__ import annotations
@@ -125,17 +129,26 @@ def checked_lesson(content: CourseContent, lesson: Lesson, locale: str, env, pag
     return editions, problems
 
 
-def rendered(content: CourseContent, options: BuildOptions, env) -> Iterator[tuple[Lesson, str, Editions]]:
-    """Each lesson x locale rendered and checked (checked_lesson), one at a time. The problems of
-    every lesson are raised together, as one LeakError, after the last."""
-    problems = []
+def checked_all(content: CourseContent, options: BuildOptions, env, pages: bool = True) -> dict[tuple[str, str], Editions]:
+    """Every lesson x locale rendered once and checked (checked_lesson), one at a time, each with a
+    memo of its own, by (lesson id, locale); the problems of all raised together, as one LeakError,
+    before any of it is written anywhere. pages=False: each pack without its early lesson.html
+    (rendered for the checks only: the release renders the final page), as the release takes it."""
+    problems, found = [], {}
     for lesson, locale in selected(content, options):
         with lesson_memo():   # what a lesson's documents share is kept for this lesson only
-            editions, found = checked_lesson(content, lesson, locale, env)
-        problems += found
-        yield lesson, locale, editions
+            editions, problems_here = checked_lesson(content, lesson, locale, env)
+        problems += problems_here
+        found[(lesson.spec.id, locale)] = editions if pages else {
+            edition: (ctx, _without_page(pack)) for edition, (ctx, pack) in editions.items()}
     if problems:
         raise LeakError(LEAKS + "\n".join(problems))
+    return found
+
+
+def _without_page(pack: Pack) -> Pack:
+    files = {name: data for name, data in pack.files.items() if name != "lesson.html"}
+    return Pack(pack.lesson_id, pack.locale, pack.edition, files, pack.cells)
 
 
 LEAKS = "answer material found in exercise packs or zips, or editions that drifted apart:\n"
@@ -154,7 +167,7 @@ def render_all(content: CourseContent, options: BuildOptions) -> dict[tuple[str,
     with build_memo():
         env = jinja_env(options.templates)
         check_templates(env)
-        return {(lesson.spec.id, locale): editions for lesson, locale, editions in rendered(content, options, env)}
+        return checked_all(content, options, env)
 
 
 def inputs_digest(options: BuildOptions, runner_stamp: str) -> str:
@@ -246,10 +259,10 @@ def _build(options: BuildOptions, progress: Progress, started: float) -> BuildRe
     check_templates(env)
     count = len(selected(content, options))
     progress(f"render {count * len(EDITIONS)} packs ({count} lesson x locale), lesson by lesson")
-    records, hashes = {}, None
+    records, verified = {}, None
     if runner:
-        hashes = {}
-        records = _verify(content, options, env, runner, out, result, progress, hashes)
+        verified = {}
+        records = _verify(content, options, env, runner, out, result, progress, verified)
         if result.failed:
             result.seconds = time.monotonic() - started
             write_reports(out, options, result)
@@ -258,7 +271,7 @@ def _build(options: BuildOptions, progress: Progress, started: float) -> BuildRe
     V.clear(staging)
     staging.mkdir()
     try:
-        _release(content, options, env, records, hashes, staging, result)
+        _release(content, options, env, records, verified, staging, result)
     except BaseException:
         V.clear(staging)
         raise
@@ -269,13 +282,13 @@ def _build(options: BuildOptions, progress: Progress, started: float) -> BuildRe
     return result
 
 
-def _release(content: CourseContent, options: BuildOptions, env, records: dict, hashes: dict | None,
+def _release(content: CourseContent, options: BuildOptions, env, records: dict, verified: dict | None,
              staging: Path, result: BuildResult) -> None:
     """Every zip into staging, lesson by lesson (made by _release_lesson in options.jobs processes,
     written by this one), and the course bundles and Quarto projects as the lessons come back, in
-    course order: each written to its zip as it goes, so that what stays in memory is one lesson.
-    Bundles and projects come from a full build only: they hold every published lesson. hashes:
-    the verified packs' content hashes, or None (--no-verify: each lesson is rendered once,
+    course order: each written to its zip as it goes, so that what stays in memory is one lesson's zips.
+    Bundles and projects come from a full build only: they hold every published lesson. verified:
+    the verified packs by (lesson, locale), or None (--no-verify: each lesson is rendered once,
     checked and zipped at once)."""
     items = selected(content, options)
     locales = list(dict.fromkeys(locale for _, locale in items))
@@ -287,7 +300,9 @@ def _release(content: CourseContent, options: BuildOptions, env, records: dict, 
 
     def release(index: int) -> _Released:
         lesson, locale = items[index]
-        return _release_lesson(content, env, lesson, locale, records.get((lesson.spec.id, locale)), hashes, bool(bundles))
+        key = (lesson.spec.id, locale)
+        return _release_lesson(content, env, lesson, locale, records.get(key),
+                               None if verified is None else verified.pop(key), bool(bundles))
 
     if bundles:   # what this process needs for the bundles, made before the workers fork: they inherit it
         mermaid_file()
@@ -357,21 +372,20 @@ class _Released:
 
 
 def _release_lesson(content: CourseContent, env, lesson: Lesson, locale: str, record: dict | None,
-                    hashes: dict | None, bundles: bool) -> _Released:
+                    verified: Editions | None, bundles: bool) -> _Released:
+    """A lesson x locale's zips, bundle folders and Quarto folder. verified: its packs as rendered,
+    checked and verified (a verified build renders every lesson first); None: rendered and checked
+    here (--no-verify)."""
     with lesson_memo():   # what a lesson's documents share is kept for this lesson only
-        return _release_in_memo(content, env, lesson, locale, record, hashes, bundles)
+        if verified is None:
+            editions, problems = checked_lesson(content, lesson, locale, env, page=False)
+        else:
+            editions, problems = verified, []
+        return _released(content, env, lesson, locale, record, editions, problems, bundles)
 
 
-def _release_in_memo(content: CourseContent, env, lesson: Lesson, locale: str, record: dict | None,
-                     hashes: dict | None, bundles: bool) -> _Released:
-    if hashes is None:
-        editions, problems = checked_lesson(content, lesson, locale, env, page=False)
-    else:   # rendered again for its zips: the packs that were verified, or an error
-        editions, problems = render_lesson(content, lesson, locale, env, page=False), []
-        for edition, (_, pack) in editions.items():
-            if pack.content_hash() != hashes[(lesson.spec.id, locale, edition)]:
-                raise CoursepackError(f"{pack.name}: rendered again for its zip, it differs from the pack that was "
-                                      "verified (a template or the content changed during the build?); nothing was released")
+def _released(content: CourseContent, env, lesson: Lesson, locale: str, record: dict | None, editions: Editions,
+              problems: list[str], bundles: bool) -> _Released:
     prints = fingerprints(lesson, locale)
     zips = {}
     for edition, (ctx, pack) in editions.items():
@@ -463,22 +477,24 @@ def _runner(options: BuildOptions, progress: Progress):
 
 
 def _verify(content: CourseContent, options: BuildOptions, env, runner, out: Path, result: BuildResult,
-            progress: Progress, hashes: dict) -> dict:
-    """Every lesson rendered and checked in turn, its packs handed to verify_all (which writes them to
-    the lesson's job folder and lets go of them); then every task together. hashes: filled with
-    each pack's content hash, (lesson, locale, edition) -> hash, for the release to compare."""
+            progress: Progress, verified: dict) -> dict:
+    """Every lesson rendered once and checked (checked_all: a leak stops the build before a job
+    folder is written), its packs handed to verify_all (which writes them to the lesson's job
+    folder); then every task together. verified: filled with the packs, (lesson, locale) ->
+    Editions, for the release to finish and zip: the bytes that were verified."""
     cache = BuildCache(out)
     info = runner.probe(out, cache.probes / f"{runner.kind}.json")
     runner.check_usable(info)
     progress(f"verify on {runner.label}: {info['device']} · torch {info['torch']} · triton {info['triton']}")
 
+    verified.update(checked_all(content, options, env, pages=False))
+
     def pairs() -> Iterator[V.PackPair]:
-        for lesson, locale, editions in rendered(content, options, env):
+        for lesson, locale in selected(content, options):
+            editions = verified[(lesson.spec.id, locale)]
             ctx = editions["answer"][0]
-            packs = {}
-            for edition, (_, pack) in editions.items():   # the page is not verified: it stays out of the job folder
-                packs[edition] = Pack(pack.lesson_id, pack.locale, pack.edition, pack.verified_files())
-                hashes[(lesson.spec.id, locale, edition)] = packs[edition].content_hash()
+            packs = {edition: Pack(pack.lesson_id, pack.locale, pack.edition, pack.verified_files())
+                     for edition, (_, pack) in editions.items()}
             mistakes = [(m, mistake_code(ctx, m)) for m in lesson.spec.checks.mistakes]
             yield V.PackPair(lesson.spec.id, locale, lesson.spec, packs["exercise"], packs["answer"], mistakes,
                              options.notebook)

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 from generator.build import TEMPLATES, BuildOptions, build, clean, render_all, verify_only
+from generator.memo import build_memo
 from generator.skeleton import init_course
 from generator.errors import CoursepackError
 from generator.loader import load_content
@@ -291,9 +292,11 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"wrote {path}")
             print(f"next: cd {args.dir} && coursepack build   (or: coursepack build --content {args.dir / 'content'})")
         elif args.command == "i18n":
-            return _i18n(args)
+            with build_memo():   # a run's memo (generator.memo), dropped when it ends
+                return _i18n(args)
         elif args.command == "grade":
-            return _grade(args)
+            with build_memo():
+                return _grade(args)
         elif args.command == "review":
             from generator.review.command import main as review
             return review(args.rest)

@@ -33,6 +33,7 @@ from __future__ import annotations
 import json
 import re
 import unicodedata
+from functools import lru_cache
 from html import escape, unescape
 from pathlib import Path
 
@@ -337,9 +338,10 @@ def _sections(tokens: list[Token]) -> list[Token]:
 
 # --- mermaid -----------------------------------------------------------------------------------
 
-@per_build
+@lru_cache(maxsize=1)
 def mermaid_script() -> str:
-    """The vendored mermaid with its licence, checked: pinned bytes, nothing that ends a script."""
+    """The vendored mermaid with its licence, checked: pinned bytes, nothing that ends a script.
+    Read once per process: the file is the package's own, pinned by its sha256."""
     import hashlib
     data = (VENDOR / "mermaid.min.js").read_bytes()
     if hashlib.sha256(data).hexdigest() != MERMAID_SHA256:

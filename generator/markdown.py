@@ -50,7 +50,7 @@ def unit_problems(text: str) -> list[tuple[int, str]]:
     return list(_unit_problems(text))
 
 
-@memo.per_build
+@lru_cache(maxsize=8192)   # pure, by text: a process that loads the content again checks only what changed
 def _unit_problems(text: str) -> tuple[tuple[int, str], ...]:
     found = []
     tokens = _parser(html=True).parse(text)

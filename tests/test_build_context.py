@@ -32,6 +32,10 @@ ALLOWED = {
     "runners.py:_SERVERS": "warm task-server processes, not data: one per runner Python and environment "
                            "for the life of the process (a test session's builds share them), closed at exit",
     "markdown.py:_parser": "one MarkdownIt per setting; a parser keeps no state between parses",
+    "markdown.py:_unit_problems": "pure, by text: a Markdown unit's problems (a content load is 2 s without it)",
+    "html.py:mermaid_script": "the vendored mermaid, pinned by its sha256: read and checked once per process",
+    "archive.py:_deflated_part": "pure, by bytes: a constant part's deflate (1 s for mermaid); which parts a "
+                                 "build declares is the build's (its memo)",
     "review/render.py:_parser": "the review page's parser; keeps no state between parses",
     "review/render.py:markdown_html": "review app (a long-running server): HTML of an answer text, by its text",
     "review/texts.py:_all": "the review app's interface texts, read once from a file of the package",
@@ -220,3 +224,47 @@ def test_a_workers_error_is_raised_and_a_dead_worker_is_an_error_not_a_hang():
         list(in_processes(lambda i: os._exit(3) if i == 1 else i, 3, 2))
     with pytest.raises(CoursepackError, match="cannot be sent back"):
         list(in_processes(lambda i: (lambda: i), 2, 2))
+
+
+def _count_renders(monkeypatch) -> dict:
+    """Calls of render_pack by a build, by (pack name, for a course bundle)."""
+    import generator.build as B
+    counts: dict = {}
+    real = B.render_pack
+
+    def counted(ctx, *args, **kw):
+        key = (f"{ctx.lesson.spec.id}-{ctx.locale}-{ctx.edition}", ctx.bundle)
+        counts[key] = counts.get(key, 0) + 1
+        return real(ctx, *args, **kw)
+    monkeypatch.setattr(B, "render_pack", counted)
+    return counts
+
+
+def test_a_verified_build_renders_each_pack_once_and_zips_the_verified_bytes(own_build, monkeypatch):
+    """A verified build (its records cached) renders each lesson x locale x edition once for its
+    zip, once more for its course bundle (its links lead to the other lessons' folders), and the
+    zips are those of the build that verified them."""
+    root = own_build.parent
+    first = _zips(own_build)
+    counts = _count_renders(monkeypatch)
+    (own_build / "cache" / "last_build.json").unlink(missing_ok=True)   # not the whole-build shortcut
+    build(options_for(root, runner="interpreter", notebook=False, jobs=1), progress=lambda _: None)
+    assert counts and set(counts.values()) == {1}, counts
+    alone = {name for name, bundle in counts if not bundle}
+    assert alone == {name for name, bundle in counts if bundle} and len(alone) == len(first) - 6   # 6: bundles, projects
+    assert _zips(own_build) == first
+
+
+def test_a_leak_stops_a_verified_build_before_any_job_folder_is_written(content_copy):
+    """The checks run on the rendered packs before verification writes anything (the first lesson's
+    job folder was written before a later lesson's leak was raised)."""
+    from generator.leaks import LeakError
+    template = content_copy / "templates" / "pack" / "lesson.md.j2"
+    text = template.read_text(encoding="utf-8")
+    marker = "{% for link in nav %}"
+    template.write_text(text.replace(marker, "{{ text.solution_note }}\n\n" + marker), encoding="utf-8")
+    options = options_for(content_copy, runner="interpreter", notebook=False,
+                          lessons=("lesson02_vector_add", "lesson03_relu"))
+    with pytest.raises(LeakError, match="lesson03_relu-en-exercise/lesson.md: contains answer-only material"):
+        build(options, progress=lambda _: None)
+    assert not (options.out / "work").exists() and not (options.out / "dist").exists()
