@@ -107,7 +107,7 @@ class SharedCase:
         self.region = Region(torch, self.layout["nbytes"], device)
         try:
             self.sent = image(torch, prepared.made, prepared.expected, self.layout, self.region.tensor.device)
-            self.region.tensor[:self.sent.numel()].copy_(self.sent)
+            _assign(self.region.tensor, 0, self.sent)
             if device == "cuda":
                 torch.cuda.synchronize()
             self.region.send(descriptors)
@@ -160,7 +160,11 @@ def image(torch, made, expected, layout, device, whole=None):
     """The region's bytes as the trusted side writes them: inputs in guard bands of NaN (of the
     largest value, for integers), the output area poisoned (into whole, when given)."""
     if whole is None:
-        whole = torch.zeros(_round(max(layout["nbytes"], 1)), dtype=torch.uint8, device=device)
+        whole = torch.empty(_round(max(layout["nbytes"], 1)), dtype=torch.uint8, device=device)
+        if whole.device.type == "cpu":
+            whole.numpy().fill(0)
+        else:
+            whole.zero_()
     for (_, storage, _), spec in zip(made, layout["inputs"]):
         if spec is None:
             continue
@@ -175,7 +179,23 @@ def image(torch, made, expected, layout, device, whole=None):
 
 def _put(whole, start, tensor):
     raw = tensor.view(-1).view(whole.dtype) if tensor.numel() else tensor.new_empty(0).view(whole.dtype)
-    whole[start:start + raw.numel()] = raw
+    _assign(whole, start, raw)
+
+
+def _assign(target, start, source):
+    """target[start:start + n] = source (uint8): on the CPU through numpy, which copies on one thread
+    (torch's parallel copy of a region took milliseconds on a busy 2-core machine)."""
+    if target.device.type == "cpu":
+        target.numpy()[start:start + source.numel()] = source.numpy()
+    else:
+        target[start:start + source.numel()] = source
+
+
+def _differs(a, b, start, stop):
+    """Whether a[start:stop] and b[start:stop] (uint8) differ anywhere."""
+    if a.device.type == "cpu":
+        return bool((a.numpy()[start:stop] != b.numpy()[start:stop]).any())
+    return bool((a[start:stop] != b[start:stop]).any())
 
 
 def read_back(torch, prepared, layout, sent, region, report, payload):
@@ -185,19 +205,19 @@ def read_back(torch, prepared, layout, sent, region, report, payload):
     when the output area was written too, that must be right as well."""
     if "inputs_crc" in report and not NOT_SHARED:   # the worker took the bytes: it could not map the region
         NOT_SHARED.append("a worker could not map the region (its stderr says why)")
-    seen = region.tensor[:sent.numel()].clone()
+    seen = region.tensor[:sent.numel()]
+    seen = torch.from_numpy(seen.numpy().copy()) if seen.device.type == "cpu" else seen.clone()
     expected = prepared.expected
     item = expected.element_size()
     out_start, band = layout["output"]["offset"], GUARD * expected.element_size()
     size = expected.numel() * item
-    changed = seen != sent
-    inputs_modified = bool(changed[:out_start - band].any())
+    inputs_modified = _differs(seen, sent, 0, out_start - band)
     area = seen[out_start - band:out_start + size + band].cpu()
     own = {"output": {"dtype": layout["output"]["dtype"], "shape": layout["output"]["shape"]},
            "guard": {"elements": GUARD, "span": expected.numel()}}
     own_payload = bytes(area[band:band + size].numpy()) + bytes(area[:band].numpy()) + bytes(area[band + size:].numpy())
     from_area = judge(torch, prepared.case, prepared.made, expected, prepared.scale, own, own_payload)
-    written = bool(changed[out_start - band:out_start + size + band].any())
+    written = _differs(seen, sent, out_start - band, out_start + size + band)
     at = report.get("at")
     if at is not None:
         output, payload = report["output"], _located(torch, seen, report)
@@ -243,21 +263,21 @@ def _located(torch, seen, report):
 
 def stop_group(group, timeout=5.0):
     """In the factory: SIGSTOP to a worker's process group, then True once every thread of every
-    process of the group is stopped (or has ended), False if that did not happen in time. A
-    process the worker started in a session of its own is not in the group (README: what is left)."""
-    try:
-        os.killpg(group, signal.SIGSTOP)
-    except OSError:
-        return False
+    process of the group is stopped (or has ended), False if that did not happen in time. The
+    signal is sent again at each look (a process forked meanwhile gets it too). A process the
+    worker started in a session of its own is not in the group (docs/checker.md: what is left)."""
     deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+    while True:
+        try:
+            os.killpg(group, signal.SIGSTOP)
+        except OSError:
+            return False
         states = _group_states(group)
         if states and all(state in "TtZX" for state in states):
             return True
-        if "?" in states:
+        if "?" in states or time.monotonic() > deadline:
             return False
-        time.sleep(0.0005)
-    return False
+        time.sleep(0.0002)
 
 
 def resume_group(group):
@@ -268,20 +288,46 @@ def resume_group(group):
 
 
 def _group_states(group):
-    """The state letter of every thread of every process whose process group is group."""
+    """The state letter of every thread of every process of the group under its first process
+    (every process on the machine where /proc lists no children), "?" without /proc."""
+    pids = _descendants(group)
+    if pids is None:
+        try:
+            pids = [int(entry) for entry in os.listdir("/proc") if entry.isdigit()]
+        except OSError:   # no /proc: nothing can be confirmed stopped
+            return ["?"]
     states = []
-    try:
-        entries = os.listdir("/proc")
-    except OSError:   # no /proc: nothing can be confirmed stopped
-        return ["?"]
-    for entry in entries:
-        if entry.isdigit() and _stat(f"/proc/{entry}/stat", 2) == str(group):
-            try:
-                tasks = os.listdir(f"/proc/{entry}/task")
-            except OSError:
-                continue
-            states += [_stat(f"/proc/{entry}/task/{task}/stat", 0) or "X" for task in tasks]
+    for pid in pids:
+        if _stat(f"/proc/{pid}/stat", 2) != str(group):
+            continue
+        try:
+            tasks = os.listdir(f"/proc/{pid}/task")
+        except OSError:
+            continue
+        states += [_stat(f"/proc/{pid}/task/{task}/stat", 0) or "X" for task in tasks]
     return states
+
+
+def _descendants(root):
+    """root and every process under it, from /proc's lists of children (read once they are
+    stopped, when the lists are complete), or None where the kernel keeps no such lists."""
+    if not os.path.exists(f"/proc/{os.getpid()}/task/{os.getpid()}/children"):
+        return None
+    found, pending = [], [root]
+    while pending:
+        pid = pending.pop()
+        found.append(pid)
+        try:
+            tasks = os.listdir(f"/proc/{pid}/task")
+        except OSError:
+            continue
+        for task in tasks:
+            try:
+                with open(f"/proc/{pid}/task/{task}/children", encoding="ascii") as handle:
+                    pending += [int(child) for child in handle.read().split()]
+            except (OSError, ValueError):
+                pass
+    return found
 
 
 def _stat(path, field):
