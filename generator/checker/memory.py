@@ -1,8 +1,8 @@
 """Memory the trusted process owns and maps into a worker. For each case, one region holds every
 tensor input inside guard bands, and an output area inside guard bands of poison: a memfd on the
 CPU, on a GPU a cuMem allocation exported as a file descriptor (a descriptor crosses the
-sandbox's namespaces; on the H200 legacy cudaIpc handles were refused even between two plain
-processes). The descriptor travels over a socket of its own, set up when the worker says hello.
+sandbox's namespaces; in a probe on the H200, torch's legacy IPC handle did not open even between
+two plain processes). The descriptor travels over a socket of its own, set up when the worker says hello.
 
 The worker builds the case's arguments as views of the region, and its first torch.empty_like /
 torch.empty of the output's shape and dtype is the output area. When it reports, the trusted

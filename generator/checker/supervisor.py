@@ -239,6 +239,8 @@ class Factory:
         """Stop the worker and its group (its factory confirms every thread stopped): True when
         nothing of it runs while the trusted side reads the memory it shares."""
         worker.stopped.clear()
+        if worker.exit_code is not None:
+            return False
         return self._tell({"stop": worker_id}) and worker.stopped.wait(timeout) and worker.stop_answer
 
     def _tell(self, message):

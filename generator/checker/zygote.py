@@ -56,8 +56,9 @@ def serve_requests(ctl, setup):
                 ctl.send(json.dumps({"id": request["spawn"], "pid": pid}).encode())
             elif "kill" in request and request["kill"] in children:
                 _kill(children[request["kill"]])
-            elif "stop" in request and request["stop"] in children:   # the trusted side reads its memory
-                ctl.send(json.dumps({"id": request["stop"], "stopped": stop_group(children[request["stop"]])}).encode())
+            elif "stop" in request:   # the trusted side reads its memory (a worker already gone: not stopped)
+                stopped = request["stop"] in children and stop_group(children[request["stop"]])
+                ctl.send(json.dumps({"id": request["stop"], "stopped": stopped}).encode())
             elif "resume" in request and request["resume"] in children:
                 resume_group(children[request["resume"]])
         for worker_id, pid in list(children.items()):
