@@ -268,3 +268,59 @@ print(json.dumps(dict(worker(run), own=OWN)))
     seen = json.loads(done.stdout)
     assert seen["own"], "no PID namespace per worker with CUDA here: every result says so (sandbox_label)"
     assert seen["value"] == 12.0 and seen["pids"] == ["1"], seen
+
+
+CGROUP_WORKER = """
+import os, json
+def run(body, limits):
+    folders = sandbox.make_worker_cgroups(7, limits)
+    pid = os.fork()
+    if pid == 0:
+        os.setpgid(0, 0)
+        sandbox.join_cgroups(folders)
+        sandbox.isolate({"scratch_mib": 16, "shm_mib": 8}, True)
+        os._exit(body())
+    _, status = os.waitpid(pid, 0)
+    for folder in folders:
+        sandbox.remove_cgroup(folder)
+    return [len(folders), os.waitstatus_to_exitcode(status)]
+
+def allocate():
+    block = bytearray(256 << 20)
+    block[::4096] = b"x" * len(block[::4096])
+    return 0
+
+def fork_many():
+    started = 0
+    for _ in range(40):
+        try:
+            if os.fork() == 0:
+                import time
+                time.sleep(5)
+                os._exit(0)
+            started += 1
+        except OSError:
+            break
+    return started
+"""
+
+
+@needs_bwrap
+def test_a_worker_cgroup_bounds_its_memory_and_processes_where_cgroups_can_be_made():
+    """Where the trusted side may make cgroups (root with cgroup v1's memory and pids controllers),
+    a worker's memory (here 64 MiB) and its processes (here 8, its own included) are bounded by its
+    cgroup: 256 MiB ends it (the kernel's OOM killer), the ninth process is refused."""
+    done = inside(CGROUP_WORKER + """
+own = sandbox.own_pids_work(False)
+if not (own and os.environ.get("COURSEPACK_CGROUPS")):
+    print(json.dumps(None))
+else:
+    print(json.dumps([run(allocate, {"memory_mib": 64}), run(fork_many, {"processes": 8})]))
+""")
+    assert done.returncode == 0, done.stderr[-2000:]
+    seen = json.loads(done.stdout)
+    if seen is None:
+        pytest.skip("no cgroup per worker here (every result says so)")
+    (memory_cgroups, memory_exit), (pid_cgroups, started) = seen
+    assert memory_cgroups == 2 and memory_exit == 128 + 9   # killed, as the outer process hands it on
+    assert pid_cgroups == 2 and started < 8

@@ -33,8 +33,10 @@ SHARED_MEMORY = "/dev/shm"   # each worker's own too
 SANDBOX_ROOT = "/.coursepack"
 SANDBOX_CHECKER, SANDBOX_SEED = f"{SANDBOX_ROOT}/checker", f"{SANDBOX_ROOT}/triton-seed"
 SANDBOX_GPU_LIBRARIES = f"{SANDBOX_ROOT}/gpu"   # the GPU driver's library folders, mounted back
+SANDBOX_CGROUPS = f"{SANDBOX_ROOT}/cgroup"     # the factory's cgroup folders (worker_cgroups), one per controller
+CGROUP_V1 = "/sys/fs/cgroup"
 LIMITS = {"cpu_s": 900, "data_gib": 16, "file_mib": 512, "files": 1024, "processes": 4096, "scratch_mib": 1024,
-          "shm_mib": 64}
+          "shm_mib": 64, "memory_mib": 24 << 10}
 # What the sandbox shows of the disk (an allow-list; sandbox_plan): system software, whole; the
 # top-level folders that merged-/usr systems make links into /usr (bound where they are folders);
 # of /etc only what the dynamic loader and the compiler's links need.
@@ -69,10 +71,10 @@ def sandbox_label(base, setup):
     RLIMIT_NPROC: there is no cgroup per worker (memory.max, pids.max) yet (docs/checker.md)."""
     if base is None:
         return None
-    missing = ["no memory or process cgroup per worker"]
+    missing = [] if setup.get("cgroups") else ["no memory or process cgroup per worker"]
     if setup.get("own_pids") is False:
         missing.insert(0, "no PID namespace per worker here (a process it starts in a new session may outlive it)")
-    return f"{base}; {'; '.join(missing)}"
+    return f"{base}; {'; '.join(missing)}" if missing else f"{base}; a memory and process cgroup per worker"
 
 
 def _bwrap_base():
@@ -188,20 +190,25 @@ def gpu_library_dirs():
     return sorted({os.path.realpath(d) for d in found})
 
 
-def sandbox_command(python, checker, extra_hidden=(), use_gpu=False, seed_cache=None, staging=None, as_root=False):
+def sandbox_command(python, checker, extra_hidden=(), use_gpu=False, seed_cache=None, staging=None, as_root=False,
+                    cgroups=True):
     """The command line that starts the worker factory, `python checker --zygote`, in bubblewrap,
     showing what sandbox_plan allows and nothing else (`extra_hidden`: its protected folders).
     As root, bubblewrap runs as nobody, who cannot reach folders under a private one (/root): the
     folders to mount back are first bound, in a mount namespace of the command's own (util-linux's
     `unshare`), under `staging`, a folder nobody can reach, then bubblewrap starts (`setpriv`).
-    as_root: it runs as root in its user namespace instead (a GPU driver only root may read)."""
+    as_root: it runs as root in its user namespace instead (a GPU driver only root may read).
+    cgroups: the workers' cgroups where they can be made here (worker_cgroups), mounted writable."""
     plan = sandbox_plan(python, checker, extra_hidden, use_gpu, seed_cache)
-    args = _bwrap_base() + ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
-    binds = [(step[1], step[2]) for step in plan if step[0] == "bind"]
     staged, index = staging is not None, 0
+    made = worker_cgroups(NOBODY if staged and not as_root else None) if cgroups else {}
+    plan += [("rw", folder, f"{SANDBOX_CGROUPS}/{controller}") for controller, folder in made.items()]
+    args = _bwrap_base() + ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
+    binds = [(step[1], step[2]) for step in plan if step[0] in ("bind", "rw")]
     for step in plan:
-        if step[0] == "bind":
-            args += ["--ro-bind", os.path.join(staging, str(index)) if staged else step[1], step[2]]
+        if step[0] in ("bind", "rw"):
+            args += ["--ro-bind" if step[0] == "bind" else "--bind",
+                     os.path.join(staging, str(index)) if staged else step[1], step[2]]
             index += 1
         elif step[0] == "link":
             args += ["--symlink", step[1], step[2]]
@@ -214,7 +221,8 @@ def sandbox_command(python, checker, extra_hidden=(), use_gpu=False, seed_cache=
     libcuda = next((d for (s, d) in binds if d in libraries and os.path.exists(os.path.join(s, "libcuda.so.1"))), None)
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": "/tmp", "TMPDIR": "/tmp", "USER": "nobody",
            "LOGNAME": "nobody", "LANG": "C.UTF-8", "PYTHONDONTWRITEBYTECODE": "1", "PYTHONUNBUFFERED": "1",
-           "PYTHONPATH": os.environ.get("PYTHONPATH", ""), "COURSEPACK_SANDBOX": "1"}
+           "PYTHONPATH": os.environ.get("PYTHONPATH", ""), "COURSEPACK_SANDBOX": "1",
+           "COURSEPACK_CGROUPS": ",".join(sorted(made))}
     for name in ("LD_LIBRARY_PATH", "CUDA_VISIBLE_DEVICES", "COURSEPACK_CHILD_THREADS"):
         if name in os.environ:
             env[name] = os.environ[name]
@@ -228,11 +236,108 @@ def sandbox_command(python, checker, extra_hidden=(), use_gpu=False, seed_cache=
     args += ["--chdir", "/tmp", python, f"{SANDBOX_CHECKER}/{os.path.basename(checker)}", "--zygote"]
     if not staged:
         return args
-    script = "set -e; " + "; ".join(f"{_make(source, os.path.join(staging, str(i)))}; mount --bind -o ro "
+    writable = {source for kind, source, *_ in plan if kind == "rw"}
+    script = "set -e; " + "; ".join(f"{_make(source, os.path.join(staging, str(i)))}; mount --bind "
+                                    f"{'' if source in writable else '-o ro '}"
                                     f"{_q(source)} {_q(os.path.join(staging, str(i)))}"
                                     for i, (source, _) in enumerate(binds))
     script += "; exec " + ("" if as_root else f"setpriv --reuid={NOBODY} --regid={NOBODY} --clear-groups -- ") + '"$@"'
     return ["unshare", "--mount", "--propagation", "private", "--", "sh", "-c", script, "sh", *args]
+
+
+_MADE = []
+
+
+def worker_cgroups(owner=None):
+    """{controller: folder}: a cgroup v1 folder of the memory and of the pids controller made for one
+    sandboxed factory, under this process's own cgroups, where this process may make them (root,
+    with cgroup v1's controllers: the 2-core CI machine); owner: the uid the sandbox runs as, who
+    makes each worker's cgroup in them (make_worker_cgroups). {} elsewhere (cgroup v2 only, no
+    permission): every result then says that it has none (sandbox_label). Removed at exit."""
+    try:
+        with open("/proc/self/cgroup") as handle:
+            lines = handle.read().splitlines()
+    except OSError:
+        return {}
+    own = {}
+    for line in lines:
+        _, controllers, path = (line.split(":", 2) + ["", ""])[:3]
+        own.update({controller: path for controller in controllers.split(",") if controller})
+    made = {}
+    for controller in ("memory", "pids"):
+        parent = os.path.join(CGROUP_V1, controller) + own.get(controller, "/nonexistent")
+        _remove_stale(parent)
+        folder = os.path.join(parent, f"coursepack-{os.getpid()}-{len(_MADE)}")
+        try:
+            os.mkdir(folder)
+            made[controller] = folder
+            for path in (folder, os.path.join(folder, "cgroup.procs"), os.path.join(folder, "tasks")):
+                if owner is not None:
+                    os.chown(path, owner, owner)
+        except OSError:
+            for done in made.values():
+                remove_cgroup(done)
+            return {}
+    if not _MADE:
+        import atexit
+        atexit.register(lambda: [remove_cgroup(folder) for folder in _MADE])
+    _MADE.extend(made.values())
+    return made
+
+
+def _remove_stale(parent):
+    """The cgroups of processes that ended without removing theirs (os._exit runs no atexit)."""
+    try:
+        names = [n for n in os.listdir(parent) if n.startswith("coursepack-")]
+    except OSError:
+        return
+    for name in names:
+        try:
+            os.kill(int(name.split("-")[1]), 0)
+        except ProcessLookupError:
+            remove_cgroup(os.path.join(parent, name))
+        except (OSError, ValueError, IndexError):
+            continue
+
+
+def remove_cgroup(folder):
+    """A cgroup folder and the (empty) ones in it; one that still holds a process stays."""
+    try:
+        for name in os.listdir(folder):
+            if os.path.isdir(os.path.join(folder, name)):
+                remove_cgroup(os.path.join(folder, name))
+        os.rmdir(folder)
+    except OSError:
+        pass
+
+
+def make_worker_cgroups(worker_id, limits):
+    """In the factory: one worker's cgroup in each of the factory's (SANDBOX_CGROUPS), with its
+    memory (memory_mib) and process (processes) limits; the folders made ([] when none)."""
+    limits = dict(LIMITS, **(limits or {}))
+    values = {"memory": ("memory.limit_in_bytes", str(limits["memory_mib"] << 20)),
+              "pids": ("pids.max", str(limits["processes"]))}
+    made = []
+    for controller in sorted(filter(None, os.environ.get("COURSEPACK_CGROUPS", "").split(","))):
+        folder = os.path.join(SANDBOX_CGROUPS, controller, f"w{worker_id}")
+        try:
+            os.mkdir(folder)
+            made.append(folder)
+            name, value = values[controller]
+            with open(os.path.join(folder, name), "w") as handle:
+                handle.write(value)
+        except (OSError, KeyError):
+            for done in made:
+                remove_cgroup(done)
+            return []
+    return made
+
+
+def join_cgroups(folders):
+    """In a worker, before anything else: into its cgroups (every process it starts stays in them)."""
+    for folder in folders:
+        with open(os.path.join(folder, "cgroup.procs"), "w") as handle:
+            handle.write("0")
 
 
 def _make(source, target):
@@ -259,7 +364,8 @@ def nobody_reaches_the_gpu(staging):
     driver installed readable by root only, as on some GPU hosts), the sandbox runs as root in its
     user namespace instead, with root's private files hidden (sandbox_command's as_root)."""
     code = "import ctypes; ctypes.CDLL('libcuda.so.1')"
-    argv = sandbox_command(sys.executable, __file__ if os.path.exists(__file__) else sys.argv[0], (), True, None, staging)
+    argv = sandbox_command(sys.executable, __file__ if os.path.exists(__file__) else sys.argv[0], (), True, None, staging,
+                           cgroups=False)
     start = argv.index("--zygote") - 1
     argv[start:start + 2] = ["-c", code]
     try:
@@ -303,6 +409,8 @@ def isolate(limits=None, own_pids=True):
     _mount(None, "/", None, MS_REC | MS_PRIVATE)
     if own_pids:
         _mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
+    if os.path.isdir(SANDBOX_CGROUPS):   # its limits stay out of its reach
+        _mount("tmpfs", SANDBOX_CGROUPS, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=4k,mode=0")
     _mount("tmpfs", SCRATCH_ROOT, "tmpfs", MS_NOSUID | MS_NODEV, f"size={limits['scratch_mib']}m,mode=0700")
     _mount("tmpfs", SHARED_MEMORY, "tmpfs", MS_NOSUID | MS_NODEV, f"size={limits['shm_mib']}m,mode=0700")
     os.chdir(SCRATCH_ROOT)

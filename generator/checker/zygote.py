@@ -24,13 +24,13 @@ from .common import leave
 from .environment import prepare, warm_compile_key, warm_compiler
 from .memory import resume_group, stop_group
 from .protocol import Channel
-from .sandbox import isolate, own_pids_work, refresh_seed
+from .sandbox import isolate, join_cgroups, make_worker_cgroups, own_pids_work, refresh_seed, remove_cgroup
 from .worker import SCRATCH, serve  # noqa: F401
 
 
 def serve_requests(ctl, setup):
     """The factory's loop (in the factory process)."""
-    children = {}   # worker id -> pid
+    children, cgroups = {}, {}   # worker id -> pid, -> its cgroup folders
     if setup["use_gpu"]:   # here, while the trusted side computes the cases: every worker inherits them
         warm_compile_key()
         warm_compiler()
@@ -46,10 +46,13 @@ def serve_requests(ctl, setup):
                 break   # the trusted side is gone
             request = json.loads(data)
             if "spawn" in request:
+                sandboxed = request.get("sandbox") is not None and setup.get("cgroups")
+                cgroups[request["spawn"]] = make_worker_cgroups(
+                    request["spawn"], request["sandbox"].get("limits")) if sandboxed else []
                 pid = quiet_fork()
                 if pid == 0:
                     ctl.close()
-                    _worker(fds, request, setup)
+                    _worker(fds, request, setup, cgroups[request["spawn"]])
                 for fd in fds:
                     os.close(fd)
                 children[request["spawn"]] = pid
@@ -68,6 +71,8 @@ def serve_requests(ctl, setup):
                 done, status = pid, 0
             if done:
                 del children[worker_id]
+                for folder in cgroups.pop(worker_id, []):   # its PID namespace ended with it: empty
+                    remove_cgroup(folder)
                 ctl.send(json.dumps({"id": worker_id, "exit": os.waitstatus_to_exitcode(status)}).encode())
     for pid in children.values():
         _kill(pid)
@@ -82,7 +87,7 @@ def _kill(pid):
             pass
 
 
-def _worker(fds, request, setup):
+def _worker(fds, request, setup, cgroups=()):
     """In the forked worker: its own process group, its descriptors, the sandbox's second layer
     when asked, then the worker's life. Never returns."""
     global SCRATCH
@@ -93,6 +98,7 @@ def _worker(fds, request, setup):
         _die_with_parent()
         data_fd, err_fd = fds
         _redirect_output(err_fd)
+        join_cgroups(cgroups)
         if request.get("sandbox") is not None:
             SCRATCH = isolate(request["sandbox"].get("limits"), setup.get("own_pids", False))
         isolated = time.monotonic()
@@ -140,6 +146,8 @@ def zygote_main(ctl_fd, force_interpreter):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", DeprecationWarning)
             setup["own_pids"] = own_pids_work(setup["use_gpu"])
+        # a cgroup per worker only where no worker can reach the factory (its own PID namespace)
+        setup["cgroups"] = bool(setup["own_pids"] and os.environ.get("COURSEPACK_CGROUPS"))
     serve_requests(ctl, setup)
 
 
