@@ -12,8 +12,9 @@ answer and declared mistakes), in two layers:
    /tmp (its scratch) and /dev/shm, no capabilities, no new privileges, not dumpable (no other
    process may read its memory), signals refused to any process outside its group (a seccomp
    filter), and resource limits (CPU time, data, file size, open files, processes). Stopping a
-   worker stops its group; the whole sandbox ends with its parent. No cgroup per worker
-   (sandbox_label says so in every result).
+   worker stops its group; the whole sandbox ends with its parent. A memory and a pids cgroup
+   per worker where the trusted side may make cgroups (worker_cgroups); elsewhere none, and
+   sandbox_label says so in every result.
 
 Where bubblewrap is missing or user namespaces are refused, `sandbox_problem()` names what is missing: a
 grading run refuses rather than run unconfined."""
