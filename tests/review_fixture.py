@@ -82,6 +82,8 @@ def make_folder(root: Path, n: int = 3, students: list[dict] | None = None,
 
 
 def grades_csv(students: list[dict]) -> str:
+    """As grading writes it: text cells that a spreadsheet would run made text (spreadsheet_safe)."""
+    from generator.grade.gradebook import spreadsheet_safe
     header = ["student_id", "name", "email", "lesson", "status", "points_normal", "points_boundary",
               "points_automatic", "manual_explanation", "manual_q1", "manual_q2", "manual_q3", "flags"]
     out = io.StringIO()
@@ -90,6 +92,7 @@ def grades_csv(students: list[dict]) -> str:
     writer.writerow(["POINTS POSSIBLE", "", "", "lesson03_relu", "", 2, 1, 3, 1, 2, 2, 2, ""])
     for s in students:
         p = s["points"]
-        writer.writerow([s["id"], s["name"], s["email"], "lesson03_relu", s["status"], p["normal"], p["boundary"],
+        writer.writerow([spreadsheet_safe(s["id"]), spreadsheet_safe(s["name"]), spreadsheet_safe(s["email"]),
+                         "lesson03_relu", s["status"], p["normal"], p["boundary"],
                          p["normal"] + p["boundary"], "", "", "", "", ";".join(s["flags"])])
     return out.getvalue()

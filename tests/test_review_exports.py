@@ -245,3 +245,33 @@ def test_a_file_that_is_not_a_canvas_export_is_refused(book, tmp_path):
     with pytest.raises(ReviewError, match=r"not-canvas.csv:1: not a Canvas gradebook export"):
         export(book.folder, "canvas", tmp_path / "c.csv", canvas_export=wrong)
     assert not (tmp_path / "c.csv").exists()
+
+
+def test_moodle_participant_numbers_decide_and_a_shared_name_identifies_no_one(tmp_path):
+    """A Moodle export's student id is the participant number: two students of the same full name
+    get their own rows; a name two participants share matches neither of them."""
+    folder = make_folder(tmp_path, students=[student(101, name="Wei Zhang", id="101", email=""),
+                                             student(202, name="Wei Zhang", id="202", email="")])
+    sync(folder)
+    sheet = tmp_path / "worksheet.csv"
+    sheet.write_text(WORKSHEET.split("\n", 1)[0] + "\nParticipant 202,Wei Zhang,,Submitted,,10.00,Yes,-,-,\n"
+                     "Participant 101,Wei Zhang,,Submitted,,10.00,Yes,-,-,\n", encoding="utf-8")
+    out = tmp_path / "moodle.csv"
+    export(folder, "moodle", out, moodle_worksheet=sheet)
+    identifiers = [row["Identifier"] for row in csv.DictReader(io.StringIO(out.read_text(encoding="utf-8")))]
+    assert sorted(identifiers) == ["Participant 101", "Participant 202"]
+    other = make_folder(tmp_path / "b", students=[student(1, name="Wei Zhang", email="")])
+    sync(other)
+    with pytest.raises(ReviewError, match="no participant for 1 student"):
+        export(other, "moodle", tmp_path / "m.csv", moodle_worksheet=sheet)
+
+
+def test_a_formula_like_id_keeps_its_own_scores_in_grades_csv(tmp_path):
+    """grading writes the id as text ('=...); the review reads it back as the id it is."""
+    folder = make_folder(tmp_path, students=[student(1, id="=HYPERLINK(\"x\")"), student(2)])
+    sync(folder)
+    book = Gradebook(folder)
+    book.set_score("=HYPERLINK(\"x\")", "q1", 1, "", 0, "ann")
+    rows = list(csv.DictReader(io.StringIO(grades_csv(book))))
+    row = next(r for r in rows if r["student_id"] == "'=HYPERLINK(\"x\")")
+    assert row["manual_q1"] == "1" and row["manual_q2"] == "" and row["result"].startswith("manual: 1 of")

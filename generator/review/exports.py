@@ -27,7 +27,7 @@ import time
 from pathlib import Path
 
 from generator.cache import write_text_atomically
-from generator.grade.gradebook import FORMULA_START, spreadsheet_safe
+from generator.grade.gradebook import FORMULA_START, POSSIBLE, spreadsheet_safe
 from generator.review.store import Gradebook, ReviewError
 from generator.review.totals import Standing, result_text, standings
 
@@ -85,11 +85,12 @@ def grades_csv(book: Gradebook, everyone: list[Standing] | None = None) -> str:
     by_id = {s.student["id"]: s for s in everyone or standings(book)}
     rows = []
     for row in original:
+        row = {key: uncell(value or "") for key, value in row.items()}   # the stored cells, as grading meant them
         found = by_id.get(row.get("student_id", ""))
-        if found is None:   # the POINTS POSSIBLE row
+        if row.get("student_id") == POSSIBLE:
             row.update({f"manual_{p['id']}": p["points"] for p in rubric["parts"] if p.get("kind") == "manual"})
             row["max_total"] = rubric["max_total"]
-        else:
+        elif found is not None:
             row.update({f"manual_{p}": number_text(found.manual[p]) for p in manual})
             row.update(total=number_text(found.result["total"]), max_total=found.result["max"],
                        result=result_text(found.result),
@@ -177,22 +178,29 @@ MOODLE = ["Identifier", "Full name", "Email address", "Grade", "Maximum grade", 
 
 def moodle_csv(book: Gradebook, worksheet: Path | None, roster: dict[str, list[str]] | None = None) -> str:
     """Moodle's worksheet with the grades and feedback filled in, for the students found in it (by
-    email address, then full name, then id), or by a roster alias `Participant <n>`."""
+    participant number: a Moodle export's student id is one, then email address, then a full
+    name that only one participant has), or by a roster alias `Participant <n>`. Two students
+    matched to one participant are refused, never exported twice under one identifier."""
     participants = read_moodle_worksheet(worksheet) if worksheet else {}
     for sid, aliases in (roster or {}).items():
         alias = next((a for a in aliases if a.startswith("Participant ")), None)
         if alias:
-            participants.setdefault(sid.casefold(), {"Identifier": alias})
+            participants.setdefault(f"id:{sid.casefold()}", {"Identifier": alias})
     rubric = book.rubric()
     everyone = standings(book)
-    rows, missing = [], []
+    rows, missing, taken = [], [], {}
     for s in everyone:
         student = s.student
-        row = next((participants[k.casefold()] for k in (student.get("email", ""), student.get("name", ""),
-                                                       student["id"]) if k and k.casefold() in participants), None)
+        keys = (f"participant:{student['id']}", f"id:{student['id'].casefold()}",
+                f"email:{student.get('email', '').casefold()}", f"name:{student.get('name', '').casefold()}")
+        row = next((participants[k] for k in keys if k in participants and participants[k] is not None), None)
         if row is None:
             missing.append(student["id"])
             continue
+        if row["Identifier"] in taken:
+            raise ReviewError(f"{worksheet or 'the roster'}: {row['Identifier']} matches both {taken[row['Identifier']]} "
+                              f"and {student['id']} (give each an email address or a roster alias 'Participant <n>')")
+        taken[row["Identifier"]] = student["id"]
         rows.append([row["Identifier"], row.get("Full name", student["name"]),
                      row.get("Email address", student.get("email", "")),
                      s.result["total"] if s.result["total"] is not None else "", rubric["max_total"],
@@ -215,10 +223,11 @@ def read_moodle_worksheet(path: Path) -> dict[str, dict]:
     for line, row in enumerate(rows, start=2):
         if not (row.get("Identifier") or "").startswith("Participant "):
             raise ReviewError(f"{path}:{line}:1: Identifier {row.get('Identifier')!r}: expected 'Participant <n>'")
-        for key in ("Email address", "Full name"):
-            value = (row.get(key) or "").strip()
-            if value:
-                found.setdefault(value.casefold(), row)
+        found[f"participant:{row['Identifier'].removeprefix('Participant ').strip()}"] = row
+        for kind, key in (("email", "Email address"), ("name", "Full name")):
+            value = (row.get(key) or "").strip().casefold()
+            if value:   # a name (or email) two participants share identifies neither
+                found[f"{kind}:{value}"] = None if f"{kind}:{value}" in found else row
     return found
 
 

@@ -110,7 +110,7 @@ class _Row:
         self.problems.append(f"{self.name}:{self.line}:{self.at[column] + 1}: {column}: {what}")
 
     def change(self, students, limits, scores, seen):
-        sid, part = self.get("student_id"), self.get("part")
+        sid, part = uncell(self.get("student_id")), self.get("part")
         if sid not in students:
             self.wrong("student_id", f"unknown student {sid!r}")
         if part not in limits:
