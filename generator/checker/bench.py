@@ -7,9 +7,10 @@ side stream, its own JSON). So `--bench` also times the kernel from this process
 imported it (time_in_trusted): a worker calls the entry on inputs that lie in memory this process
 owns, written with new numbers before every round and each call on buffers of its own; this
 process starts its clock before it sends the round, and stops it once it has read back, itself,
-a random sample (drawn after the worker answered) of every call's output and found it right;
-then every output is compared whole. The time can only be too long (it holds a round trip), never
-too short. And every row, the bench's and ours, that claims more than this GPU can do (faster than
+a random sample (positions drawn here from the OS's randomness, never sent) of every call's
+output and found it right; then every output is compared whole. The time can only be too long
+(it holds a round trip), never too short (but for work skipped where no sampled position lies,
+which the whole comparison then finds). And every row, the bench's and ours, that claims more than this GPU can do (faster than
 the device copy, or more TFLOP/s than a cuBLAS matrix product, both timed here) is refused."""
 import argparse
 import ast
@@ -286,7 +287,8 @@ class TimedCalls:
         self.expected, self.samples = [], []
 
     def fill(self, round_number):
-        torch, generator = self.torch, self.torch.Generator().manual_seed(round_number)
+        torch = self.torch   # the sample's positions from the OS's randomness: no seed to predict them from
+        generator = torch.Generator().manual_seed(int.from_bytes(os.urandom(8), "little") >> 1)
         self.expected, self.samples = [], []
         for i, layout in enumerate(self.layouts):
             case = dict(self.case, id=f"{self.case['id']}#bench{round_number}.{i}")
