@@ -209,3 +209,13 @@ def test_similar_answers_are_shown_beside_the_answer_and_hidden_when_anonymous(f
         assert "Similar (similarity.md): " in page and expected in page, page
         assert "相似（见 similarity.md）" in c.get(f"/part/q1/{at}?lang=zh-CN").get_data(as_text=True)
         assert "Similar" not in c.get(f"/part/q2/{at}?lang=en").get_data(as_text=True)
+
+
+def test_a_save_with_a_bad_body_is_refused_never_a_server_error(client):
+    for body in ([1, 2], {"at": -1, "part": "q1", "points": 1, "version": 0},
+                 {"at": 0, "part": "q1", "points": 1, "version": 1e400}, {"at": "0", "part": "q1", "points": 1},
+                 {"at": 0, "part": "q1", "points": 1, "version": -1}):
+        response = client.post("/api/score", json=body, headers={HEADER: TOKEN})
+        assert response.status_code == 400, (body, response.status_code)
+    response = client.post("/api/score", data="1e400", content_type="application/json", headers={HEADER: TOKEN})
+    assert response.status_code == 400

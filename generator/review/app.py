@@ -93,19 +93,34 @@ def create_app(settings: Settings) -> Flask:
 
     @app.post("/api/score")
     def score():
-        data = request.get_json(silent=True) or {}
+        data = _body()
         return view.save(lambda: book.set_score(
             view.sid(data.get("at")), str(data.get("part", "")), _points(data.get("points")),
-            str(data.get("comment", "")), int(data.get("version", 0)), settings.grader), data)
+            str(data.get("comment", "")), _version(data), settings.grader), data)
 
     @app.post("/api/veto")
     def veto():
-        data = request.get_json(silent=True) or {}
+        data = _body()
         return view.save(lambda: book.set_veto(
             view.sid(data.get("at")), str(data.get("veto", "")), bool(data.get("active")),
-            str(data.get("reason", "")), int(data.get("version", 0)), settings.grader), data)
+            str(data.get("reason", "")), _version(data), settings.grader), data)
 
     return app
+
+
+def _body() -> dict:
+    """A save's JSON object; anything else is a 400, never a server error."""
+    data = request.get_json(silent=True)
+    if not isinstance(data, dict):
+        abort(400)
+    return data
+
+
+def _version(data: dict) -> int:
+    value = data.get("version", 0)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ReviewError(f"version {value!r}: expected a whole number of 0 or more")
+    return value
 
 
 def _unscored(score) -> bool:
@@ -166,10 +181,9 @@ class View:
 
     def sid(self, at) -> str:
         order = self.order()
-        try:
-            return order[int(at)][0]
-        except (TypeError, ValueError, IndexError):
-            raise ReviewError(f"no student at {at!r}") from None
+        if isinstance(at, bool) or not isinstance(at, int) or not 0 <= at < len(order):
+            raise ReviewError(f"no student at {at!r}")   # never a negative index: the last student
+        return order[at][0]
 
     def who(self, at: int, sid: str, name: str) -> str:
         if self.settings.anonymous:
