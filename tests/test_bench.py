@@ -158,3 +158,38 @@ def test_check_bench_refuses_a_kernel_that_memoizes_by_input_address(bench_pack,
     result = bench_check(bench_pack, corpus_file("tm_memo_by_pointer.py", tmp_path), "--interpreter")
     assert result.returncode == 1, result.stdout + result.stderr
     assert "its outputs were wrong there" in result.stdout and "timed by check.py itself" not in result.stdout
+
+
+def test_the_timed_case_is_the_bench_literal_read_never_run(tmp_path, monkeypatch):
+    """TRUSTED_CASE is read from bench.py's text (a file that would fail if run); without it, or on
+    the CPU for a GPU-only one, the lesson's largest case that runs here."""
+    from generator.checker import bench
+    (tmp_path / "bench.py").write_text('raise SystemExit("never run")\nTRUSTED_CASE = {"dims": {"N": 64}, '
+                                       '"gpu_only": True}\n', encoding="utf-8")
+    lesson = {"bench": "bench.py", "cases": [{"id": "small", "dims": {"N": 5}}, {"id": "big", "dims": {"N": 300}},
+                                             {"id": "huge", "dims": {"N": 9000}, "gpu_only": True}]}
+    monkeypatch.setattr(bench, "HERE", tmp_path)
+    monkeypatch.setattr(bench, "LESSON", lesson)
+    monkeypatch.setattr("generator.checker.cases.LESSON", lesson)
+    assert bench.timed_case(True) == {"id": "trusted_bench", "dims": {"N": 64}, "gpu_only": True, "group": "bench"}
+    assert bench.timed_case(False)["id"] == "big"
+    (tmp_path / "bench.py").write_text("TRUSTED_CASE = make()\n", encoding="utf-8")
+    assert bench.timed_case(True)["id"] == "huge"
+
+
+def test_the_trusted_row_itself_is_refused_beyond_the_copy(monkeypatch):
+    """check.py's own time cannot beat the device copy; should it (caches, a broken clock), it is
+    refused like any row, and a failed timing says why."""
+    from generator.checker import bench
+    messages = {"bench_trusted": "{ms} {gbps} {vs_copy} {n} {calls} {rounds}", "bench_refused": "refused: {rows}",
+                "bench_trusted_failed": "failed: {text}", "bench_trusted_wrong": "wrong",
+                "bench_trusted_interpreter": "interpreter"}
+    monkeypatch.setattr("generator.checker.common.LESSON", {"messages": messages})
+    ceiling = {"copy_gbps": 4000.0, "tflops": 800.0}
+    timed = {"ms": 0.1, "gbps": 5000.0, "elements": 8, "calls": 8, "rounds": 5}
+    lines = bench.describe_timing(timed, ceiling, False)
+    assert lines[0] == "0.100 5000 1.25 8 8 5" and lines[1] == "refused: check.py (5000 GB/s)" and timed["refused"]
+    assert bench.describe_timing({"ms": 0.1, "gbps": 3000.0, "elements": 8, "calls": 8, "rounds": 5}, ceiling,
+                                 False) == ["0.100 3000 0.75 8 8 5"]
+    assert bench.describe_timing({"problem": "wrong"}, ceiling, False) == ["wrong"]
+    assert bench.describe_timing({"problem": "no case"}, None, True) == ["failed: no case"]
