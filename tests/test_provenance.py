@@ -195,6 +195,10 @@ def test_torch_computations_come_from_the_reference():
     add = rt.reference_operations("def reference(x, y):\n    return (x.double() + y.double()).to(x.dtype)\n")
     host = ast.parse("def vector_add(x, y):\n    n = x.numel() + 1\n    return torch.add(x, y) if n else x.add(y)\n")
     assert rt.torch_computations(host, add) == ["torch.add (line 3)", "x.add (line 3)"]
+    guarded = ast.parse("def relu(x):\n    if __name__ != '__main__':\n        return torch.relu(x)\n"
+                        "if '__main__' == __name__ or True:\n    torch.relu(x)\n")
+    assert rt.torch_computations(guarded, rt.reference_operations(rt.LESSON["reference"])) == [
+        "torch.relu (line 3)", "torch.relu (line 5)"]   # only the module's own main test hides its demo
 
 
 def test_frames_are_refused_past_a_depth_before_they_are_decoded():

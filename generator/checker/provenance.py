@@ -195,17 +195,29 @@ def torch_computations(tree, operations):
         if isinstance(node, ast.Call):
             name = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
             if name in operations:
-                found.append(f"{ast.unparse(node.func)[:40]} (line {node.lineno})")
+                found.append((node.lineno, node.col_offset, f"{ast.unparse(node.func)[:40]} (line {node.lineno})"))
         elif isinstance(node, ast.BinOp) and OPERATORS.get(type(node.op)) in operations:
-            found.append(f"{OPERATORS[type(node.op)]} (line {node.lineno})")
-    return found[:10]
+            found.append((node.lineno, node.col_offset, f"{OPERATORS[type(node.op)]} (line {node.lineno})"))
+    return [text for _, _, text in sorted(found)][:10]
 
 
 def _host_nodes(tree):
+    """Every node outside jit kernels and the module's own `if __name__ == "__main__":` demo (only
+    that test, at the top level: inside a function, such a test is code that runs when imported)."""
     skip = set()
     for node in ast.walk(tree):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and is_jit(node):
             skip |= {id(n) for n in ast.walk(node)}
-        elif isinstance(node, ast.If) and "__name__" in ast.unparse(node.test) and "__main__" in ast.unparse(node.test):
+    for node in getattr(tree, "body", []):
+        if isinstance(node, ast.If) and _is_main_test(node.test):
             skip |= {id(n) for n in ast.walk(node)}
     return [n for n in ast.walk(tree) if id(n) not in skip]
+
+
+def _is_main_test(test) -> bool:
+    """`__name__ == "__main__"` (either way round), and nothing else."""
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq)):
+        return False
+    sides = [test.left, test.comparators[0]]
+    return (any(isinstance(s, ast.Name) and s.id == "__name__" for s in sides)
+            and any(isinstance(s, ast.Constant) and s.value == "__main__" for s in sides))
