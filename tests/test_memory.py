@@ -161,3 +161,42 @@ def test_a_process_group_is_stopped_thread_by_thread_and_resumed(rt):
         os.kill(pid, 9)
         os.waitpid(pid, 0)
         os.close(read)
+
+
+def test_a_child_in_a_session_of_its_own_is_stopped_too(rt):
+    """A process the worker started with setsid has left its group, not its parent: it is found
+    under it in /proc and stopped with it."""
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.setpgid(0, 0)
+        if os.fork() == 0:
+            os.setsid()
+            while True:
+                os.write(write, b".")
+                time.sleep(0.001)
+        while True:
+            time.sleep(0.01)
+    os.close(write)
+    try:
+        os.read(read, 1)
+        assert rt.stop_group(pid)
+        os.set_blocking(read, False)
+        time.sleep(0.01)
+        while True:
+            try:
+                if not os.read(read, 4096):
+                    break
+            except BlockingIOError:
+                break
+        time.sleep(0.05)
+        with pytest.raises(BlockingIOError):
+            os.read(read, 1)
+        rt.resume_group(pid)
+        os.set_blocking(read, True)
+        assert os.read(read, 1) == b"."
+    finally:
+        for child in rt._descendants(pid) or []:
+            os.kill(child, 9)
+        os.waitpid(pid, 0)
+        os.close(read)

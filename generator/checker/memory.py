@@ -262,17 +262,17 @@ def _located(torch, seen, report):
 
 
 def stop_group(group, timeout=5.0):
-    """In the factory: SIGSTOP to a worker's process group, then True once every thread of every
-    process of the group is stopped (or has ended), False if that did not happen in time. The
-    signal is sent again at each look (a process forked meanwhile gets it too). A process the
-    worker started in a session of its own is not in the group (docs/checker.md: what is left)."""
+    """In the factory: SIGSTOP to a worker's process group and to every process under it (one it
+    started in a session of its own too), then True once every thread of them is stopped (or has
+    ended), False if that did not happen in time. The signal is sent again at each look (a process
+    forked meanwhile gets it too). What is left: docs/checker.md."""
     deadline = time.monotonic() + timeout
     while True:
         try:
             os.killpg(group, signal.SIGSTOP)
         except OSError:
             return False
-        states = _group_states(group)
+        states = _group_states(group, signal.SIGSTOP)
         if states and all(state in "TtZX" for state in states):
             return True
         if "?" in states or time.monotonic() > deadline:
@@ -281,25 +281,35 @@ def stop_group(group, timeout=5.0):
 
 
 def resume_group(group):
+    for pid in _descendants(group) or []:
+        _signal(pid, signal.SIGCONT)
     try:
         os.killpg(group, signal.SIGCONT)
     except OSError:
         pass
 
 
-def _group_states(group):
-    """The state letter of every thread of every process of the group under its first process
-    (every process on the machine where /proc lists no children), "?" without /proc."""
+def _signal(pid, number):
+    try:
+        os.kill(pid, number)
+    except OSError:
+        pass
+
+
+def _group_states(group, send=None):
+    """The state letter of every thread of every process under the group's first process (sent the
+    signal send first), or, where /proc lists no children, of every process of the group; "?"
+    without /proc."""
     pids = _descendants(group)
     if pids is None:
         try:
-            pids = [int(entry) for entry in os.listdir("/proc") if entry.isdigit()]
+            pids = [int(e) for e in os.listdir("/proc") if e.isdigit() and _stat(f"/proc/{e}/stat", 2) == str(group)]
         except OSError:   # no /proc: nothing can be confirmed stopped
             return ["?"]
     states = []
     for pid in pids:
-        if _stat(f"/proc/{pid}/stat", 2) != str(group):
-            continue
+        if send is not None:
+            _signal(pid, send)
         try:
             tasks = os.listdir(f"/proc/{pid}/task")
         except OSError:
