@@ -204,6 +204,9 @@ def test_statuses_and_flags(lesson, tmp_path):
     assert status_of(import_hang) == "timed out"
     missing = make_row(lesson, student, sub, False, None, "FAILED: node died", None, "off")
     assert missing.status == "crashed" and missing.flags == ["not_in_roster", "sandbox_off"]
+    # the interpreter skipped cases (bfloat16, GPU-only sizes): a fill may differ on them, so it is said
+    skipped = make_row(lesson, student, sub, True, data_of(lesson, {"special_f32": "skip"}), None, None, "on")
+    assert "cases_not_run" in skipped.flags and skipped.status == "graded"
 
 
 def test_people_with_a_roster_matches_aliases_and_lists_who_handed_in_nothing(lesson, tmp_path):

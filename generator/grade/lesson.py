@@ -40,7 +40,7 @@ TEXT_KEYS = (
     "flag_claim_differs", "flag_other_code", "flag_late", "flag_not_in_roster", "flag_task_failed",
     "name_edits_outside_blank", "name_no_triton", "name_claim_differs", "name_sandbox_events", "name_patched",
     "name_inputs_modified", "name_protocol", "name_blank", "name_late", "name_other_code", "name_not_in_roster",
-    "name_sandbox_off", "name_withheld", "name_fill_not_triton", "name_unreviewed", "name_torch_computes",
+    "name_sandbox_off", "name_withheld", "name_fill_not_triton", "name_unreviewed", "name_torch_computes", "name_cases_not_run",
     "unreadable_zip", "unreadable_text", "unreadable_notebook", "unreadable_report", "too_large", "no_code",
     "empty", "ambiguous", "no_submission",
     "kind_error", "kind_timeout", "kind_crash", "kind_fault", "kind_wrong_shape", "kind_wrong_dtype",

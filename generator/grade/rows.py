@@ -23,7 +23,7 @@ CONTAINER = "container"   # graded without our sandbox in a container that refus
 STATUSES = ("graded", "no submission", "unreadable", "crashed", "timed out", "sandbox violation")
 FLAGS = ("withheld", "edits_outside_blank", "unreviewed", "fill_not_triton", "no_triton", "torch_computes",
          "claim_differs", "sandbox_events", "patched", "inputs_modified", "protocol", "blank", "late", "other_code",
-         "not_in_roster", "sandbox_off")
+         "not_in_roster", "sandbox_off", "cases_not_run")
 
 
 @dataclass
@@ -146,6 +146,8 @@ def checker_flags(data: dict) -> list[str]:
                       ("torch_computes", "torch_computes")):
         if flags.get(key):
             found.append(flag)
+    if any(c.get("status") == "skip" for c in data.get("cases") or []):
+        found.append("cases_not_run")   # a kernel may differ on them (a dtype or a size test): not established
     return found
 
 
