@@ -10,6 +10,7 @@ process stops it (its factory sends SIGSTOP to its process group and waits for t
 the region itself and lets it go on: an input changed, a write past the output's end, the values
 the kernel stored are seen there, whatever the worker's own report says."""
 import ctypes
+import fcntl
 import mmap
 import os
 import signal
@@ -21,7 +22,11 @@ from .protocol import DTYPES, ProtocolError
 from .verdict import judge
 
 ALIGN = 4096
-MFD_CLOEXEC = 1
+MFD_CLOEXEC, MFD_ALLOW_SEALING = 1, 2
+# the worker may write the region, never change its size: a file it shrank would make this process's
+# own reads of the region fault (SIGBUS) and end the trusted side with every submission it judges
+SEALS = getattr(fcntl, "F_SEAL_SHRINK", 2) | getattr(fcntl, "F_SEAL_GROW", 4) | getattr(fcntl, "F_SEAL_SEAL", 1)
+F_ADD_SEALS = getattr(fcntl, "F_ADD_SEALS", 1033)
 
 
 def _round(n, to=ALIGN):
@@ -57,8 +62,9 @@ class Region:
             self.fd, self.cuda = cuda_export(self.nbytes)
             self.tensor = device_tensor(torch, self.cuda[0], self.nbytes)
         else:
-            self.fd = os.memfd_create("coursepack-case", MFD_CLOEXEC)
+            self.fd = os.memfd_create("coursepack-case", MFD_CLOEXEC | MFD_ALLOW_SEALING)
             os.ftruncate(self.fd, self.nbytes)
+            fcntl.fcntl(self.fd, F_ADD_SEALS, SEALS)
             self.map = mmap.mmap(self.fd, self.nbytes)
             self.tensor = torch.frombuffer(self.map, dtype=torch.uint8)
 
@@ -203,8 +209,12 @@ def read_back(torch, prepared, layout, sent, region, report, payload):
     whether an input or its guard bands changed (or the output lies in an input's memory). An output
     the worker says lies in the region is read there; one it sends as bytes is judged from them, and
     when the output area was written too, that must be right as well."""
-    if "inputs_crc" in report and not NOT_SHARED:   # the worker took the bytes: it could not map the region
-        NOT_SHARED.append("a worker could not map the region (its stderr says why)")
+    if "inputs_crc" in report:
+        # the worker took the inputs' bytes instead of the region it was sent. Only its own process
+        # can make the mapping fail here (a descriptor table it filled, say), and its report of its
+        # output would then stand alone: that can only fail the case, never pass it
+        raise ProtocolError("the worker did not use the memory the checker shared for this case, so its "
+                            "output could not be read by the checker itself")
     seen = region.tensor[:sent.numel()]
     seen = torch.from_numpy(seen.numpy().copy()) if seen.device.type == "cpu" else seen.clone()
     expected = prepared.expected
