@@ -4,9 +4,12 @@ memo dropped when it returns, and forked workers that get their work as an argum
 from __future__ import annotations
 
 import ast
+import io
 import os
+import shutil
 import zipfile
 from pathlib import Path
+from typing import Callable
 
 import pytest
 
@@ -141,7 +144,8 @@ def _zips(out: Path) -> dict[str, bytes]:
     return {p.name: p.read_bytes() for p in sorted((out / "dist").glob("*.zip"))}
 
 
-def _sizes_at_done(sizes: list) -> callable:
+def _sizes_at_done(sizes: list) -> Callable[[str], None]:
+    """A progress callback that notes the build's memo sizes at its last line."""
     def progress(line: str) -> None:
         if line.startswith("done"):
             sizes.append(memo.current().sizes())
@@ -155,7 +159,6 @@ def test_two_builds_in_one_process_keep_nothing_of_each_other(tmp_path):
     memo around the builds gains nothing."""
     root = copy_content(tmp_path / "a")
     other = tmp_path / "b_templates"
-    import shutil
     shutil.copytree(root / "templates", other)
     readme = other / "pack" / "README.md.j2"
     readme.write_text(readme.read_text(encoding="utf-8") + "\nAnother line from other templates.\n", encoding="utf-8")
@@ -172,8 +175,10 @@ def test_two_builds_in_one_process_keep_nothing_of_each_other(tmp_path):
     build(options, progress=_sizes_at_done(sizes))
     again = _zips(tmp_path / "out_a2")
     assert sorted(first) == sorted(second) and first == again
-    readme_of = lambda zips: zipfile.ZipFile(__import__("io").BytesIO(zips["lesson03_relu-en-exercise.zip"])).read(
-        "lesson03_relu-en-exercise/README.md")
+
+    def readme_of(zips: dict[str, bytes]) -> bytes:
+        with zipfile.ZipFile(io.BytesIO(zips["lesson03_relu-en-exercise.zip"])) as archive:
+            return archive.read("lesson03_relu-en-exercise/README.md")
     assert b"Another line from other templates." in readme_of(second)
     assert b"Another line from other templates." not in readme_of(first) + readme_of(again)
     assert sizes[0] and sizes[0] == sizes[2]   # the first and third builds: the same inputs, the same memo
