@@ -123,7 +123,9 @@ def test_compare_exact_and_with_tolerance(rt):
 
 def test_positions_and_reasons(rt):
     assert rt.position_text([3, 17]) == "row 3, column 17" and rt.position_text([5]) == "5"
-    rt.REFERENCE.update({"classify": lambda inputs, expected, got, bad: "flipped"})
+    # the lesson's own hypothesis is asked first (issue 37): here it explains only negated values
+    rt.REFERENCE.update({"classify": lambda inputs, expected, got, bad: "flipped" if bool((got == -expected).all())
+                         else None})
     expected = torch.tensor([1.0, 2.0], dtype=torch.float64)
     bad = torch.tensor([True, True])
     assert rt.classify(torch, {}, expected, torch.tensor([-1024.0, 2.5], dtype=torch.float64), bad) == "unwritten"
