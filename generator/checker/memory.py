@@ -10,7 +10,6 @@ process stops it (its factory sends SIGSTOP to its process group and waits for t
 the region itself and lets it go on: an input changed, a write past the output's end, the values
 the kernel stored are seen there, whatever the worker's own report says."""
 import ctypes
-import fcntl
 import mmap
 import os
 import signal
@@ -25,8 +24,8 @@ ALIGN = 4096
 MFD_CLOEXEC, MFD_ALLOW_SEALING = 1, 2
 # the worker may write the region, never change its size: a file it shrank would make this process's
 # own reads of the region fault (SIGBUS) and end the trusted side with every submission it judges
-SEALS = getattr(fcntl, "F_SEAL_SHRINK", 2) | getattr(fcntl, "F_SEAL_GROW", 4) | getattr(fcntl, "F_SEAL_SEAL", 1)
-F_ADD_SEALS = getattr(fcntl, "F_ADD_SEALS", 1033)
+SEALS = 2 | 4 | 1          # F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL (fcntl is POSIX-only: imported where used)
+F_ADD_SEALS = 1033
 
 
 def _round(n, to=ALIGN):
@@ -64,6 +63,7 @@ class Region:
         else:
             self.fd = os.memfd_create("coursepack-case", MFD_CLOEXEC | MFD_ALLOW_SEALING)
             os.ftruncate(self.fd, self.nbytes)
+            import fcntl
             fcntl.fcntl(self.fd, F_ADD_SEALS, SEALS)
             self.map = mmap.mmap(self.fd, self.nbytes)
             self.tensor = torch.frombuffer(self.map, dtype=torch.uint8)
