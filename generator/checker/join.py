@@ -12,8 +12,8 @@ from functools import lru_cache
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-ORDER = ("common", "environment", "provenance", "static", "protocol", "cases", "verdict", "memory", "worker", "sandbox",
-         "zygote", "supervisor", "present", "bench", "main")
+ORDER = ("common", "environment", "provenance", "static", "protocol", "cases", "verdict", "memory", "worker",
+         "sandbox", "zygote", "supervisor", "present", "bench", "main")
 DATA_LINE = "LESSON = {}  # coursepack:data"
 INTRODUCTION = """This process never imports the code it checks: it computes every case's inputs and expected
 output, and workers (child processes) import the code, run it and hand back data only, which is

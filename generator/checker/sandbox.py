@@ -109,8 +109,9 @@ def python_paths(python):
     """(files, folders) of the Python that runs the sandbox, found from this (trusted) process:
     the executable as it is called and a venv's pyvenv.cfg; the base installation (sys.base_prefix:
     the standard library, its extension modules, the headers Triton's compiles include); sysconfig's
-    library folders; and the sys.path folders that hold a module imported here (torch, triton and
-    their dependencies), never one of coursepack's own or the current folder's."""
+    library folders; and the sys.path folders that hold a module imported here, where they are
+    installers' folders (site-packages) or hold torch, triton or numpy; never one of coursepack's
+    own or the current folder's."""
     python = os.path.abspath(python)
     files = [python] + [cfg for cfg in (os.path.join(os.path.dirname(os.path.dirname(python)), "pyvenv.cfg"),
                                         os.path.join(os.path.dirname(python), "pyvenv.cfg")) if os.path.isfile(cfg)]
@@ -126,9 +127,18 @@ def python_paths(python):
             continue
         origin = os.path.realpath(origin)
         root = next((r for r in roots if origin.startswith(r + os.sep)), None)
-        if root is not None:
+        if root is not None and (name.split(".")[0] in WORKER_PACKAGES or _installed_packages(root)):
             folders.add(root)
     return sorted(files), sorted(f for f in folders if os.path.isdir(f))
+
+
+WORKER_PACKAGES = ("torch", "triton", "numpy")   # what a worker imports, wherever they were installed
+
+
+def _installed_packages(root):
+    """A folder that installers fill (site-packages, dist-packages), not one a program put on
+    sys.path (a test's or a tool's temporary folder, which may hold anybody's files)."""
+    return any(part in ("site-packages", "dist-packages") for part in root.split(os.sep))
 
 
 def sandbox_plan(python, checker, protected=(), use_gpu=False, seed_cache=None):
@@ -394,11 +404,12 @@ def _mount(source, target, kind, flags, data=None):
 
 def isolate(limits=None, own_pids=True):
     """In a worker just forked from the sandboxed factory (its own process group already): user,
-    mount, network, IPC and (own_pids) PID namespaces of its own, then it forks: the parent stays in
-    the factory's view only to wait and hand on the exit status (_hand_on_exit); the child, the
-    first process of its PID namespace, goes on. Every process it starts, in a new session or not,
-    ends with it (the kernel ends a PID namespace with its first process), and it sees no other
-    process (a /proc of its own: CUDA needs /proc to show the process, error 304 otherwise). Then
+    mount, network, IPC and (own_pids) PID namespaces of its own, then it forks twice: this process
+    stays in the factory's view only to wait and hand on the exit status, the namespace's init
+    does the same, and the worker goes on under it (_hand_on_exit). Every process it starts, in a
+    new session or not, ends with it (the kernel ends a PID namespace with its init), and it sees
+    no other process but its init (a /proc of its own: CUDA needs /proc to show the process, error
+    304 otherwise). Then
     a private /tmp (its scratch) and /dev/shm, each its own tmpfs; not dumpable; no capabilities;
     no new privileges; limits; and a filter that lets it act on no other process
     (_refuse_other_processes). Returns the scratch folder."""
@@ -435,20 +446,30 @@ def _enter_namespaces(own_pids):
 
 
 def _hand_on_exit():
-    """Fork the first process of the new PID namespace; this process (the one the factory knows)
-    keeps no descriptor, waits for it and ends as it ended (128 + the signal that ended it). Killed
-    itself (its group is killed), the child is killed too (PR_SET_PDEATHSIG), and all the
-    namespace's processes with it."""
-    pid = os.fork()
-    if pid == 0:
-        return
+    """Two forks: the first process of the new PID namespace (its init), and the worker under it.
+    The worker must not be the init: a namespace's init ignores every signal it sends itself, so
+    os.abort() or os.kill(os.getpid(), ...) would not end it. This process (the one the factory
+    knows) and the init each keep no descriptor, wait for their child and end as it ended (128 +
+    the signal that ended it); each child is killed when its parent dies (PR_SET_PDEATHSIG), and
+    the kernel ends every process of the namespace with its init."""
+    for _ in range(2):
+        pid = os.fork()
+        if pid != 0:
+            _wait_and_hand_on(pid)
+        _call("prctl", PR_SET_PDEATHSIG, 9, 0, 0, 0)
+
+
+def _wait_and_hand_on(pid):
     os.closerange(0, 1 << 16)
     while True:
         try:
-            _, status = os.waitpid(pid, 0)
-            break
+            found, status = os.waitpid(-1, 0)   # an init also reaps the orphans given to it
         except InterruptedError:
             continue
+        except ChildProcessError:
+            os._exit(1)
+        if found == pid:
+            break
     code = os.waitstatus_to_exitcode(status)
     os._exit(code if code >= 0 else 128 - code)
 

@@ -1,12 +1,12 @@
 # expect: status=pass; events=file; sandbox_only
 # Looks through /proc for its neighbours (other students' workers, the factory, the grader): their
 # command lines, their current folders, their /tmp through /proc/PID/root. It copies the first
-# other relu.py it can read; seeing any other process at all poisons its answer (zeros).
+# other relu.py it can read; seeing any process but itself and its parent poisons its answer.
 import glob
 import os
 import torch
 
-OTHERS = [p for p in glob.glob("/proc/[0-9]*") if int(os.path.basename(p)) != os.getpid()]
+OTHERS = [p for p in glob.glob("/proc/[0-9]*") if int(os.path.basename(p)) not in (os.getpid(), os.getppid())]
 COPIED = []
 for proc in OTHERS[:50]:
     for path in (f"{proc}/root/tmp/relu.py", f"{proc}/cwd/relu.py", f"{proc}/root/tmp/w/relu.py"):

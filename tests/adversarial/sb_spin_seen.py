@@ -9,7 +9,7 @@ import torch
 def _others():
     found = []
     for entry in os.listdir("/proc"):
-        if not entry.isdigit() or int(entry) == os.getpid():
+        if not entry.isdigit() or int(entry) in (os.getpid(), os.getppid()):
             continue
         try:
             with open(f"/proc/{entry}/comm") as handle:
