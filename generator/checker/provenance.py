@@ -17,11 +17,9 @@ VALUE_ATTRIBUTES = {"dtype", "shape", "T", "element_ty", "numel", "primitive_bit
 # Nodes that compute nothing of their own: their children are checked.
 PLAIN = (ast.Expression, ast.BinOp, ast.UnaryOp, ast.BoolOp, ast.Compare, ast.IfExp, ast.Tuple, ast.Slice,
          ast.operator, ast.unaryop, ast.boolop, ast.cmpop, ast.expr_context, ast.keyword)
-# torch's other names for the same computation, by the name the reference calls (torch's API,
-# not a lesson's: the reference decides which of them a lesson looks for).
-ALIASES = {"relu": {"relu", "relu_", "clamp", "clamp_", "clamp_min", "clip", "threshold", "hardtanh"},
-           "softmax": {"softmax", "log_softmax", "_softmax", "special_softmax"},
-           "matmul": {"matmul", "mm", "bmm", "addmm", "einsum", "tensordot", "mv", "dot", "inner", "linear", "chain_matmul"},
+# torch's other names for its generic arithmetic, by the name the reference calls. A lesson adds
+# the other names of its own computation in reference.py (TORCH_EQUIVALENTS: a lesson is content).
+ALIASES = {"matmul": {"matmul", "mm", "bmm", "addmm", "einsum", "tensordot", "mv", "dot", "inner", "linear", "chain_matmul"},
            "add": {"add", "add_"}, "sub": {"sub", "sub_", "subtract"}, "mul": {"mul", "mul_", "multiply"},
            "div": {"div", "div_", "divide", "true_divide"}}
 OPERATORS = {ast.MatMult: "@"}   # an operator in host code only where it rarely means index arithmetic
@@ -170,13 +168,14 @@ def _line(node):
 def reference_operations(reference_source):
     """The torch computations the lesson's reference function performs, as names to look for:
     torch.X and Tensor.X calls (with torch's aliases), `@`, and the torch functions of its
-    element-wise operators (x + y: torch.add, x.add)."""
+    element-wise operators (x + y: torch.add, x.add), and the names reference.py lists as
+    TORCH_EQUIVALENTS (read from the text, never run)."""
     try:
         tree = ast.parse(reference_source)
     except (SyntaxError, ValueError):
         return set()
     function = next((n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "reference"), None)
-    found = set()
+    found = set(_declared_equivalents(tree))
     for node in ast.walk(function) if function else ():
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
             found |= ALIASES.get(node.func.attr, set()) | {node.func.attr}
@@ -185,6 +184,15 @@ def reference_operations(reference_source):
         elif isinstance(node, ast.BinOp) and type(node.op) in OPERATOR_FUNCTIONS:
             found |= ALIASES[OPERATOR_FUNCTIONS[type(node.op)]]
     return found - {"double", "float", "half", "to", "contiguous", "clone"}   # conversions compute nothing
+
+
+def _declared_equivalents(tree):
+    """The strings of a top-level `TORCH_EQUIVALENTS = (...)` (a tuple, list or set of literals)."""
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(getattr(t, "id", "") == "TORCH_EQUIVALENTS" for t in node.targets) \
+                and isinstance(node.value, (ast.Tuple, ast.List, ast.Set)):
+            return [e.value for e in node.value.elts if isinstance(e, ast.Constant) and isinstance(e.value, str)]
+    return []
 
 
 def torch_computations(tree, operations):

@@ -3,6 +3,10 @@ import math
 
 import torch
 
+# torch's other ways to compute what reference() does: host code that calls one is named to the
+# student and its points withheld (generator/checker/provenance.py)
+TORCH_EQUIVALENTS = ("relu", "relu_", "clamp", "clamp_", "clamp_min", "clip", "threshold", "hardtanh")
+
 
 def reference(x):
     return torch.relu(x)

@@ -4,6 +4,10 @@ import math
 import torch
 
 
+# torch's other ways to compute what reference() does (generator/checker/provenance.py)
+TORCH_EQUIVALENTS = ("softmax", "log_softmax", "_softmax", "special_softmax")
+
+
 def reference(x):
     """softmax over each row, as torch defines it (a row of only -inf, or with NaN or +inf, is
     NaN throughout), computed in float64 and rounded once to the input's dtype."""
