@@ -589,7 +589,9 @@ class Supervisor:
         ran = any(r.get("status") in ("pass", "fail") for r in self.results.values())
         static = bool(review.get("fill_not_triton")) or not defined
         return {"kernels_defined": defined, "kernels_launched": sorted(self.seen["launched"]),
-                "no_triton": ran and (static or not self.seen["launched"]),
+                # what the text shows holds whether or not a case ran (a Python fill fails to compile on
+                # a GPU); the launch record, the worker's own, only where cases ran
+                "no_triton": static or (ran and not self.seen["launched"]),
                 "patched": sorted(self.seen["patched"]), "events": self.seen["events"],
                 "inputs_modified": self.seen["inputs_modified"], "protocol": self.seen["protocol"][:5]}
 
