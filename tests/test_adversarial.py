@@ -27,8 +27,8 @@ def expectations(path: Path) -> dict:
     for line in path.read_text(encoding="utf-8").splitlines():
         if line.startswith("# expect:"):
             for part in line.removeprefix("# expect:").split(";"):
-                key, _, value = part.strip().partition("=")
-                found[key] = value.strip() if value else True
+                key, equals, value = part.strip().partition("=")
+                found[key] = value.strip() if equals else True   # `flags_gpu=`: none
     return found
 
 
@@ -94,7 +94,7 @@ def assert_verdicts(results: dict, sandbox: bool, gpu: bool = False) -> None:
             problems.append(f"{name}: status {data['status']}, expected {status}")
         if "score" in want and data["score"]["normal"] + data["score"]["boundary"] != int(want["score"]):
             problems.append(f"{name}: automatic points {data['score']}, expected {want['score']}")
-        for flag in filter(None, str(want.get("flags", "")).split(",")):
+        for flag in filter(None, str(want.get("flags_gpu", want.get("flags", "")) if gpu else want.get("flags", "")).split(",")):
             if not flags.get(flag):
                 problems.append(f"{name}: flag {flag} not reported ({flags})")
         for kind in filter(None, str(want.get("events", "")).split(",")):

@@ -1,4 +1,5 @@
-# expect: status=fail; score=0; flags=protocol
+# expect: status=fail; score=0; flags=protocol; flags_gpu=
+# (on a GPU the full descriptor table stops the worker's CUDA calls: every case is an error)
 # Fills its descriptor table at import, so the checker's shared memory for a case cannot arrive and
 # the worker falls back to the inputs' bytes; then a zeros kernel returns a tensor subclass whose
 # detach() is torch.relu of the input. Without the shared memory only the worker's own report of
