@@ -228,7 +228,7 @@ class Rubric(Strict):
             raise ValueError("the rubric is a list of parts with ids now: parts: [{id: normal, kind: auto, points: 2}, "
                              "{id: boundary, kind: auto, points: 1}, {id: explanation, kind: manual, points: 1, "
                              "place: implementation}, {id: q1, kind: manual, points: 2}, ...], pass_total: N, "
-                             "vetoes: [ids] (docs/LESSON_FORMAT.md)")
+                             "vetoes: [ids] (docs/lesson-format.md)")
         return data
 
     def points(self, part_id: str) -> int:
