@@ -12,6 +12,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from generator.codegen import CodeMarkerError, SolutionSource, parse_solution, without_markers
+from generator.io_checks import check_io, value_problem
 from generator.i18n import HASHES, TranslationState, draft_banner, merge, protected_problems, unit_keypath, units
 from generator.markdown import unit_problems
 from generator.errors import ProblemCollector
@@ -325,7 +326,8 @@ def _load_lesson(root: Path, lesson_id: str, course: Course, locales: dict[str, 
                          *spec_doc.position(("id",)))
         solution = _load_solution(root, folder, spec, problems)
         reference = _load_reference(root, folder, spec, spec_doc, problems)
-        _check_checks(spec, spec_doc, solution, problems)
+        defined = frozenset() if reference is None else _top_level_functions(reference)
+        _check_checks(spec, spec_doc, solution, defined, problems)
         _check_rubric(spec, spec_doc, problems)
     texts = {}
     source_path = _inside(root, Path("lessons") / lesson_id / f"text.{course.source_locale}.yaml", problems)
@@ -405,7 +407,8 @@ def _top_level_functions(text: str) -> frozenset[str] | SyntaxError:
     return frozenset(node.name for node in tree.body if isinstance(node, ast.FunctionDef))
 
 
-def _check_checks(spec: LessonSpec, doc: YamlDoc, solution: SolutionSource | None, problems: ProblemCollector) -> None:
+def _check_checks(spec: LessonSpec, doc: YamlDoc, solution: SolutionSource | None, defined: frozenset[str],
+                  problems: ProblemCollector) -> None:
     """What the schema cannot see: names that must match, shapes the values must fit, edits that
     must apply."""
     checks = spec.checks
@@ -426,6 +429,7 @@ def _check_checks(spec: LessonSpec, doc: YamlDoc, solution: SolutionSource | Non
         add("case ids must be unique", "cases")
     for index, case in enumerate(checks.cases):
         _check_case(case, index, inputs, add)
+    check_io(checks, defined, add)
     for index, mistake in enumerate(checks.mistakes):
         if (mistake.fill is None) == (mistake.replace is None):
             add("a mistake needs exactly one of 'fill' (replaces the blank) or 'replace' (an edit of the answer code)",
@@ -460,15 +464,13 @@ def _check_declared_reasons(mistake: Any, index: int, checks: Any, ids: list[str
                 "mistakes", index, "reasons", case_id)
 
 
-NUMBER = re.compile(r"^[+-]?(nan|inf|(\d+\.?\d*|\.\d+)(e[+-]?\d+)?)$")
-
-
 def _check_case(case: Any, index: int, inputs: dict, add: Any) -> None:
     for name, value in case.values.items():
+        dtype = inputs[name].dtype if name in inputs else None
         for item in value if isinstance(value, list) else [value]:
-            if not NUMBER.fullmatch(item.strip()):
-                add(f"'{item}' is not a number (write nan, inf, -inf, -0.0 or a decimal number)",
-                    "cases", index, "values", name)
+            problem = value_problem(item, dtype)
+            if problem:
+                add(problem, "cases", index, "values", name)
     for key in ("values", "layout", "draw"):
         for name in getattr(case, key):
             if name not in inputs:

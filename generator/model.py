@@ -129,22 +129,30 @@ class Locale(Strict):
 
 # ---- content/lessons/<id>/lesson.yaml (locale-neutral) ----------------------------------------
 
-Dtype = Literal["float32", "float16", "bfloat16"]
+Dtype = Literal["float32", "float16", "bfloat16", "float8_e4m3fn", "float8_e5m2"]   # floating
+IntDtype = Literal["int8", "int16", "int32", "int64", "uint8", "bool"]
+AnyDtype = Dtype | IntDtype
 Layout = Literal["contiguous", "transposed", "sliced"]
 DimName = Annotated[str, StringConstraints(pattern=r"^[A-Za-z][A-Za-z0-9_]*$", max_length=32)]
 Number = Annotated[str, StringConstraints(pattern=r"^[+-]?(nan|inf|(\d+\.?\d*|\.\d+)(e[+-]?\d+)?)$")]
 
 
 class Draw(Strict):
-    low: float = -8.0
-    high: float = 8.0
+    """Uniform in [low, high): floats, or integers for an integer input, where a bound may name a
+    dimension (`high: V` draws indices in [0, V))."""
+    low: float | DimName = -8.0
+    high: float | DimName = 8.0
     alternate_signs: bool = False
 
 
+Shape = list[DimName | Annotated[int, Field(ge=0)]]
+
+
 class Input(Strict):
-    """One argument of the entry function: a tensor of a declared shape, or a Python float."""
+    """One argument of the entry function: a tensor of a declared shape, or a Python number."""
     name: Ident
-    shape: list[DimName | Annotated[int, Field(ge=0)]] | None = Field(default=None, min_length=1, max_length=4)
+    shape: Shape | None = Field(default=None, min_length=1, max_length=4)
+    dtype: AnyDtype | None = None   # absent: the case's dtype (a tensor), a float (a scalar)
     draw: Draw | None = None
     scalar: Number | None = None
 
@@ -157,6 +165,7 @@ class Case(Strict):
     values: dict[Ident, list[Text] | Text] = {}   # numbers as text: checked in the loader, with its own message
     layout: dict[Ident, Layout] = {}
     draw: dict[Ident, Draw] = {}   # per input, in place of the input's own draw in this case
+    calls: list[dict[Ident, Text]] = Field(default=[], max_length=8)   # more calls, scalars overridden
     gpu_only: bool = False
 
 
@@ -188,11 +197,23 @@ class Tolerance(Strict):
     atol: float = Field(default=0.0, ge=0)
 
 
+class Output(Strict):
+    """One result of the entry: returned (in this order), or an in-place input after the call."""
+    name: Ident
+    shape: Shape | None = Field(default=None, max_length=4)
+    dtype: AnyDtype | None = None   # absent: the reference's
+    poison: float | None = None     # absent: checks.poison
+    compare: dict[Dtype, Tolerance] | None = None   # absent: checks.compare
+    check: Literal["values", "property"] = "values"   # property: only reference.check judges its values
+
+
 class Checks(Strict):
     timeout_s: int = Field(default=120, ge=1)
     reference: FileName
     poison: float
     inputs: list[Input] = Field(min_length=1)
+    outputs: list[Output] = Field(default=[], max_length=16)   # absent: one returned output, `out`
+    inplace: list[Ident] = []      # inputs the entry writes into (each also named in outputs)
     compare: dict[Dtype, Tolerance] = {}
     reasons: list[Ident] = []
     cases: list[Case] = Field(min_length=1)

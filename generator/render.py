@@ -247,6 +247,8 @@ def checker_data(ctx: LessonContext) -> dict:
         "title": text.checker.title, "module": spec.kernel_file, "entry": spec.entry,
         "timeout_s": checks.timeout_s, "template": exercise_code, "blank_line": blank_line,
         "inputs": [item.model_dump(exclude_none=True) for item in checks.inputs],
+        "outputs": [item.model_dump(exclude_none=True) for item in checks.outputs] or [{"name": "out", "check": "values"}],
+        "named_outputs": bool(checks.outputs), "inplace": list(checks.inplace),
         "cases": [case.model_dump(exclude_defaults=True) | {"group": case.group} for case in checks.cases],
         "poison": checks.poison, "compare": {k: v.model_dump() for k, v in checks.compare.items()},
         "reference": ctx.lesson.reference, "lesson_reasons": list(checks.reasons),

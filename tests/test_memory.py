@@ -37,6 +37,11 @@ def shared(rt, n=300):
     return torch, prepared, layout, region, sent
 
 
+def entry(fields, nbytes=0):
+    """A case report with one output entry, as a worker sends it (nbytes: the bytes it sends)."""
+    return {"outputs": [dict(fields, nbytes=nbytes)]}
+
+
 def views(torch, rt, region, layout, prepared):
     """The worker's arguments and output area, as run_one builds them."""
     return rt.region_arguments(torch, region.tensor, {"region": layout, "inputs": prepared.inputs})
@@ -44,7 +49,7 @@ def views(torch, rt, region, layout, prepared):
 
 def test_the_layout_puts_each_storage_and_the_output_inside_guard_bands(rt):
     torch, prepared, layout, region, sent = shared(rt)
-    spec, out = layout["inputs"][0], layout["output"]
+    spec, out = layout["inputs"][0], layout["outputs"][0][0]
     assert spec["offset"] % 4 == 0 and spec["offset"] >= rt.GUARD * 4 and spec["count"] == 300
     assert out["offset"] >= spec["offset"] + (300 + 2 * rt.GUARD) * 4 and out["shape"] == [300]
     words = sent.view(torch.float32)
@@ -58,11 +63,11 @@ def test_the_layout_puts_each_storage_and_the_output_inside_guard_bands(rt):
 
 def test_an_honest_output_in_the_area_passes_and_leaves_the_input_alone(rt):
     torch, prepared, layout, region, sent = shared(rt)
-    (x,), area = views(torch, rt, region, layout, prepared)
+    (x,), (area,) = views(torch, rt, region, layout, prepared)
     out = area["base"].as_strided(area["shape"], (1,), area["start"])
     out.copy_(torch.relu(x))
-    report = {"output": {"dtype": "float32", "shape": [300]}, "guard": None, "at": layout["output"]["offset"],
-              "stride": [1]}
+    report = entry({"output": {"dtype": "float32", "shape": [300]}, "guard": None, "at": layout["outputs"][0][0]["offset"],
+              "stride": [1]})
     result, modified = rt.read_back(torch, prepared, layout, sent, region, report, b"")
     assert result["status"] == "pass" and not modified
     region.close()
@@ -72,7 +77,7 @@ def test_an_output_computed_in_the_input_is_read_there_and_is_an_input_modified(
     torch, prepared, layout, region, sent = shared(rt)
     (x,), _ = views(torch, rt, region, layout, prepared)
     x.clamp_(min=0)
-    report = {"output": {"dtype": "float32", "shape": [300]}, "at": layout["inputs"][0]["offset"], "stride": [1]}
+    report = entry({"output": {"dtype": "float32", "shape": [300]}, "at": layout["inputs"][0]["offset"], "stride": [1]})
     result, modified = rt.read_back(torch, prepared, layout, sent, region, report, b"")
     assert result["status"] == "pass" and modified
     region.close()
@@ -80,11 +85,11 @@ def test_an_output_computed_in_the_input_is_read_there_and_is_an_input_modified(
 
 def test_a_write_past_the_areas_end_fails_whatever_tensor_comes_back(rt):
     torch, prepared, layout, region, sent = shared(rt)
-    (x,), area = views(torch, rt, region, layout, prepared)
+    (x,), (area,) = views(torch, rt, region, layout, prepared)
     spilled = area["base"].as_strided((307,), (1,), area["start"])
     spilled.copy_(torch.relu(torch.cat([x, x[:7]])))
     clone = torch.relu(x).clone()
-    report = {"output": {"dtype": "float32", "shape": [300]}, "guard": None}
+    report = entry({"output": {"dtype": "float32", "shape": [300]}, "guard": None}, 1200)
     result, _ = rt.read_back(torch, prepared, layout, sent, region, report, rt.tensor_bytes(torch, clone))
     assert result["status"] == "fail" and result["reason"] == "wrote_past_end" and result["index"] == 300
     region.close()
@@ -93,9 +98,9 @@ def test_a_write_past_the_areas_end_fails_whatever_tensor_comes_back(rt):
 def test_bytes_from_elsewhere_do_not_outvote_a_wrong_area(rt):
     """The worker sends the right answer as bytes; the area the kernel wrote holds zeros."""
     torch, prepared, layout, region, sent = shared(rt)
-    (x,), area = views(torch, rt, region, layout, prepared)
+    (x,), (area,) = views(torch, rt, region, layout, prepared)
     area["base"].as_strided(area["shape"], (1,), area["start"]).zero_()
-    report = {"output": {"dtype": "float32", "shape": [300]}, "guard": None}
+    report = entry({"output": {"dtype": "float32", "shape": [300]}, "guard": None}, 1200)
     result, _ = rt.read_back(torch, prepared, layout, sent, region, report, rt.tensor_bytes(torch, torch.relu(x)))
     assert result["status"] == "fail"
     region.close()
@@ -103,7 +108,7 @@ def test_bytes_from_elsewhere_do_not_outvote_a_wrong_area(rt):
 
 def test_a_location_outside_the_region_is_a_protocol_error(rt):
     torch, prepared, layout, region, sent = shared(rt)
-    report = {"output": {"dtype": "float32", "shape": [300]}, "at": sent.numel() - 8, "stride": [1]}
+    report = entry({"output": {"dtype": "float32", "shape": [300]}, "at": sent.numel() - 8, "stride": [1]})
     with pytest.raises(rt.ProtocolError):
         rt.read_back(torch, prepared, layout, sent, region, report, b"")
     region.close()

@@ -23,12 +23,12 @@ import tempfile
 import time
 from pathlib import Path
 
-from .common import EXIT_FAIL, EXIT_PASS, EXIT_UNRUNNABLE, HERE, LESSON, msg
+from .common import EXIT_FAIL, EXIT_PASS, EXIT_UNRUNNABLE, HERE, LESSON, msg, outputs
 from .cases import error_scale, expected_output, make_inputs, skip_reason
 from .environment import prepare
-from .memory import Region, dense_strides, image, lay_out
+from .memory import Region, dense_strides, image, lay_out, returned
 from .supervisor import Supervisor
-from .verdict import compare
+from .verdict import compare, tolerance_of
 from .worker import clock_functions, import_student
 
 SMOKE = False
@@ -268,7 +268,8 @@ def _literal(path, name):
 
 class TimedCalls:
     """calls sets of inputs and output areas in one region this process owns; each round writes
-    new numbers (drawn as the case's, with another seed) and poisons the areas again."""
+    new numbers (drawn as the case's, with another seed) and poisons the areas again. The outputs
+    judged by value are checked after each round (a property output only by its shape)."""
 
     def __init__(self, torch, case, device, calls):
         self.torch, self.case, self.device = torch, case, device
@@ -276,11 +277,11 @@ class TimedCalls:
         expected = expected_output(torch, made)
         self.layouts, offset = [], 0
         for _ in range(calls):
-            self.layouts.append(lay_out(made, expected, offset))
+            self.layouts.append(lay_out(made, [expected], offset))
             offset = self.layouts[-1]["nbytes"]
         self.moved = sum(s.numel() * s.element_size() for _, s, v in made if hasattr(v, "shape")) \
-            + expected.numel() * expected.element_size()
-        self.elements = expected.numel()
+            + sum(t.numel() * t.element_size() for i, t in enumerate(expected) if returned(i))
+        self.elements = sum(t.numel() for t in expected)
         self.inputs = [{"kind": "scalar", "value": v} if not hasattr(v, "shape") else {"kind": "tensor"}
                        for _, _, v in made]
         self.region = Region(torch, offset, device)
@@ -294,36 +295,54 @@ class TimedCalls:
             case = dict(self.case, id=f"{self.case['id']}#bench{round_number}.{i}")
             made = make_inputs(torch, case, self.device)
             expected = expected_output(torch, made)
-            image(torch, made, expected, layout, self.device, whole=self.region.tensor)
-            scale = error_scale(torch, made)
-            picked = torch.randint(0, max(expected.numel(), 1), (min(SAMPLE, expected.numel()),), generator=generator)
-            picked = picked.to(self.device)
-            self.expected.append((expected, scale))
-            self.samples.append((picked, expected.reshape(-1)[picked],
-                                 None if scale is None else scale.reshape(-1)[picked]))
+            image(torch, made, [expected], layout, self.device, whole=self.region.tensor)
+            scales = error_scale(torch, made)
+            self.expected.append(list(zip(expected, scales)))
+            samples = []
+            for want, scale in zip(expected, scales):
+                picked = torch.randint(0, max(want.numel(), 1), (min(SAMPLE, want.numel()),), generator=generator)
+                picked = picked.to(self.device)
+                samples.append((picked, want.reshape(-1)[picked], None if scale is None else scale.reshape(-1)[picked]))
+            self.samples.append(samples)
         if self.device == "cuda":
             torch.cuda.synchronize()
 
-    def area(self, i):
-        out = self.layouts[i]["output"]
+    def area(self, i, index):
+        """Call i's output index, where the trusted side reads it: its area, or its input's view."""
+        layout = self.layouts[i]
+        out = layout["outputs"][0][index]
+        if out is None:   # in place: the input's own memory
+            name = outputs()[index]["name"]
+            out = layout["inputs"][[spec["name"] for spec in LESSON["inputs"]].index(name)]
+            dtype = getattr(self.torch, out["dtype"])
+            item = self.torch.tensor([], dtype=dtype).element_size()
+            return self.region.tensor.view(dtype).as_strided(out["shape"], out["stride"],
+                                                              out["offset"] // item + out["view_offset"])
         dtype = getattr(self.torch, out["dtype"])
         item = self.torch.tensor([], dtype=dtype).element_size()
         return self.region.tensor.view(dtype).as_strided(out["shape"], dense_strides(out["shape"]),
                                                           out["offset"] // item)
 
+    def _wrong(self, i, index, want, got, scale):
+        spec = outputs()[index]
+        if spec.get("check") == "property":
+            return False
+        if not want.dtype.is_floating_point:
+            return bool((got.long() != want.long()).any())
+        return bool(compare(self.torch, want.double(), got.double(), self.case.get("dtype", "float32"), scale,
+                            tolerance_of(spec, self.case)).any())
+
     def sample_right(self):
-        """Whether the sampled elements of every call's output are right now (read here)."""
-        dtype = self.case.get("dtype", "float32")
-        for i, (picked, want, scale) in enumerate(self.samples):
-            got = self.area(i).reshape(-1)[picked]
-            if bool(compare(self.torch, want.double(), got.double(), dtype, scale).any()):
-                return False
+        """Whether the sampled elements of every call's outputs are right now (read here)."""
+        for i, samples in enumerate(self.samples):
+            for index, (picked, want, scale) in enumerate(samples):
+                if self._wrong(i, index, want, self.area(i, index).reshape(-1)[picked], scale):
+                    return False
         return True
 
     def all_right(self):
-        dtype = self.case.get("dtype", "float32")
-        return all(not bool(compare(self.torch, want.double(), self.area(i).double(), dtype, scale).any())
-                   for i, (want, scale) in enumerate(self.expected))
+        return all(not self._wrong(i, index, want, self.area(i, index), scale)
+                   for i, pairs in enumerate(self.expected) for index, (want, scale) in enumerate(pairs))
 
     def request(self, first):
         calls = [dict(layout, nbytes=self.region.nbytes) for layout in self.layouts]

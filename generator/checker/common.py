@@ -11,6 +11,7 @@ from pathlib import Path
 LESSON = {}  # coursepack:data
 
 BLANK = "______"
+INTEGER_DTYPES = ("int8", "int16", "int32", "int64", "uint8", "bool")
 GUARD = 4096              # poisoned elements on each side of every output, to catch stray writes
 HERE = Path(__file__).resolve().parent
 EXIT_PASS, EXIT_FAIL, EXIT_UNRUNNABLE = 0, 1, 2
@@ -18,6 +19,16 @@ EXIT_PASS, EXIT_FAIL, EXIT_UNRUNNABLE = 0, 1, 2
 GPU_FAULT_WORDS = ("illegal memory access", "illegal address", "misaligned address",
                    "operation not supported on global/shared address space", "unspecified launch failure",
                    "device-side assert", "an illegal instruction", "CUDA error")
+
+
+def outputs():
+    """The entry's outputs as lesson.yaml declares them (one, `out`, where it declares none)."""
+    return LESSON.get("outputs") or [{"name": "out", "check": "values"}]
+
+
+def inplace():
+    """The inputs the entry writes into."""
+    return LESSON.get("inplace") or []
 
 
 def msg(key, **kw):

@@ -16,9 +16,9 @@ import signal
 import socket
 import time
 
-from .common import GUARD, LESSON
+from .common import GUARD, LESSON, inplace, outputs
 from .protocol import DTYPES, ProtocolError
-from .verdict import judge
+from .verdict import combine, judge_output, poison_value, property_failure
 
 ALIGN = 4096
 MFD_CLOEXEC, MFD_ALLOW_SEALING = 1, 2
@@ -142,10 +142,16 @@ class SharedCase:
         self.region.close()
 
 
-def lay_out(made, expected, offset=0):
-    """Where each tensor input (its storage, guard bands before and after) and the output area lie
-    in the region, in bytes from its start, the first from offset on: {"inputs": [spec or None per
-    argument], "output": spec, "nbytes": where the last guard band ends}."""
+def returned(index):
+    """Whether output index comes from the entry's return value (not an in-place input)."""
+    return outputs()[index]["name"] not in inplace()
+
+
+def lay_out(made, expected_calls, offset=0):
+    """Where each tensor input (its storage, guard bands before and after) and each returned
+    output's area lie in the region, in bytes from its start, the first from offset on:
+    {"inputs": [spec or None per argument], "outputs": [[spec or None (in place) per output] per
+    call], "nbytes": where the last guard band ends}."""
     inputs = []
     for _, storage, view in made:
         if not hasattr(view, "shape"):
@@ -156,15 +162,24 @@ def lay_out(made, expected, offset=0):
         inputs.append({"offset": start, "dtype": str(view.dtype).replace("torch.", ""), "count": storage.numel(),
                        "shape": list(view.shape), "stride": list(view.stride()), "view_offset": view.storage_offset()})
         offset = start + (storage.numel() + GUARD) * item
-    item = expected.element_size()
-    start = _round(offset) + GUARD * item
-    output = {"offset": start, "dtype": str(expected.dtype).replace("torch.", ""), "shape": list(expected.shape)}
-    return {"inputs": inputs, "output": output, "nbytes": start + (expected.numel() + GUARD) * item}
+    calls, outputs_start = [], _round(offset)
+    for expected in expected_calls:
+        areas = []
+        for index, tensor in enumerate(expected):
+            if not returned(index):
+                areas.append(None)
+                continue
+            item = tensor.element_size()
+            start = _round(offset) + GUARD * item
+            areas.append({"offset": start, "dtype": str(tensor.dtype).replace("torch.", ""), "shape": list(tensor.shape)})
+            offset = start + (tensor.numel() + GUARD) * item
+        calls.append(areas)
+    return {"inputs": inputs, "outputs": calls, "outputs_start": outputs_start, "nbytes": offset}
 
 
-def image(torch, made, expected, layout, device, whole=None):
+def image(torch, made, expected_calls, layout, device, whole=None):
     """The region's bytes as the trusted side writes them: inputs in guard bands of NaN (of the
-    largest value, for integers), the output area poisoned (into whole, when given)."""
+    largest value, for integers), each output area poisoned (into whole, when given)."""
     if whole is None:
         whole = torch.empty(_round(max(layout["nbytes"], 1)), dtype=torch.uint8, device=device)
         if whole.device.type == "cpu":
@@ -174,13 +189,25 @@ def image(torch, made, expected, layout, device, whole=None):
     for (_, storage, _), spec in zip(made, layout["inputs"]):
         if spec is None:
             continue
-        fill = float("nan") if storage.dtype.is_floating_point else torch.iinfo(storage.dtype).max
-        banded = torch.full((spec["count"] + 2 * GUARD,), fill, dtype=storage.dtype, device=device)
+        banded = torch.full((spec["count"] + 2 * GUARD,), input_fill(torch, storage.dtype), dtype=storage.dtype,
+                            device=device)
         banded[GUARD:GUARD + spec["count"]] = storage.reshape(-1).to(device)
         _put(whole, spec["offset"] - GUARD * storage.element_size(), banded)
-    poisoned = torch.full((expected.numel() + 2 * GUARD,), float(LESSON["poison"]), dtype=expected.dtype, device=device)
-    _put(whole, layout["output"]["offset"] - GUARD * expected.element_size(), poisoned)
+    for expected, areas in zip(expected_calls, layout["outputs"]):
+        for index, (tensor, area) in enumerate(zip(expected, areas)):
+            if area is None:
+                continue
+            poison = poison_value(torch, outputs()[index], tensor.dtype)
+            poisoned = torch.full((tensor.numel() + 2 * GUARD,), poison, dtype=tensor.dtype, device=device)
+            _put(whole, area["offset"] - GUARD * tensor.element_size(), poisoned)
     return whole
+
+
+def input_fill(torch, dtype):
+    """What an input's guard bands hold: NaN, or the largest value of an integer dtype."""
+    if dtype == torch.bool:
+        return True
+    return float("nan") if dtype.is_floating_point else torch.iinfo(dtype).max
 
 
 def _put(whole, start, tensor):
@@ -206,9 +233,10 @@ def _differs(a, b, start, stop):
 
 def read_back(torch, prepared, layout, sent, region, report, payload):
     """The case's result from what the trusted side reads in the region (the worker stopped), and
-    whether an input or its guard bands changed (or the output lies in an input's memory). An output
-    the worker says lies in the region is read there; one it sends as bytes is judged from them, and
-    when the output area was written too, that must be right as well."""
+    whether an input or its guard bands changed (or an output lies in an input's memory). An
+    output the worker says lies in the region is read there; one it sends as bytes is judged from
+    them, and when its output area was written too, that must be right as well. An in-place
+    output is its input's memory, read here alone."""
     if "inputs_crc" in report:
         # the worker took the inputs' bytes instead of the region it was sent. Only its own process
         # can make the mapping fail here (a descriptor table it filled, say), and its report of its
@@ -217,29 +245,149 @@ def read_back(torch, prepared, layout, sent, region, report, payload):
                             "output could not be read by the checker itself")
     seen = region.tensor[:sent.numel()]
     seen = torch.from_numpy(seen.numpy().copy()) if seen.device.type == "cpu" else seen.clone()
-    expected = prepared.expected
+    entries, pieces = split_outputs(report, payload, len(prepared.expected))
+    inputs_modified, checked = False, 0   # every byte before the outputs, but in-place inputs'
+    for (name, _, _), spec in zip(prepared.made, layout["inputs"]):
+        if spec is not None and name in inplace():
+            item = DTYPES[spec["dtype"]]
+            start = spec["offset"] - GUARD * item
+            inputs_modified |= _differs(seen, sent, checked, start)
+            checked = start + (spec["count"] + 2 * GUARD) * item
+    inputs_modified |= _differs(seen, sent, checked, layout["outputs_start"])
+    results, names, got_by_call = [], [], []
+    for call, (expected_outputs, areas) in enumerate(zip(prepared.expected, layout["outputs"])):
+        got_by_call.append({})
+        for index, (expected, area) in enumerate(zip(expected_outputs, areas)):
+            spec, scale = outputs()[index], prepared.scale[call][index]
+            entry, data = entries[call][index], pieces[call][index]
+            if area is None:
+                result, got = _read_inplace(torch, prepared, layout, seen, sent, spec, expected, scale)
+            else:
+                (result, got), located_in_input = _read_returned(torch, prepared, seen, sent, area, spec, expected,
+                                                                 scale, entry, data, layout)
+                inputs_modified |= located_in_input
+            results.append(result)
+            names.append((call, spec["name"]))
+            if got is not None:
+                got_by_call[-1][spec["name"]] = got
+    return case_result(torch, prepared, results, names, got_by_call), inputs_modified
+
+
+def case_result(torch, prepared, results, names, got_by_call):
+    """The case's result from its outputs', then the lesson's property check on what was read."""
+    result = combine(prepared.case, results, names)
+    if result["status"] == "pass":
+        result = property_failure(torch, prepared.made, got_by_call) or result
+    return result
+
+
+def judge_reported(torch, prepared, report, payload):
+    """The case's result from the worker's own report of its outputs (no region was shared): its
+    word alone, which the trusted side's other evidence can only make worse."""
+    entries, pieces = split_outputs(report, payload, len(prepared.expected))
+    results, names, got_by_call = [], [], []
+    for call, expected_outputs in enumerate(prepared.expected):
+        got_by_call.append({})
+        for index, expected in enumerate(expected_outputs):
+            spec = outputs()[index]
+            band = input_fill(torch, expected.dtype) if not returned(index) else None
+            result, got = judge_output(torch, prepared.case, prepared.made, expected, prepared.scale[call][index],
+                                       entries[call][index], pieces[call][index], spec, band)
+            results.append(result)
+            names.append((call, spec["name"]))
+            if got is not None:
+                got_by_call[-1][spec["name"]] = got
+    return case_result(torch, prepared, results, names, got_by_call)
+
+
+def split_outputs(report, payload, calls):
+    """The worker's entries, one per call and output ([[entry]]), and the bytes each sent."""
+    entries = report.get("outputs")
+    count = len(outputs())
+    if not isinstance(entries, list) or len(entries) != calls * count:
+        raise ProtocolError(f"a case report with {len(entries) if isinstance(entries, list) else 'no'} outputs "
+                            f"for {calls} calls of {count}")
+    pieces, at = [], 0
+    for entry in entries:
+        size = entry.get("nbytes", 0) if isinstance(entry, dict) else 0
+        pieces.append(payload[at:at + size])
+        at += size
+    if at != len(payload):
+        raise ProtocolError(f"{len(payload)} bytes for outputs that describe {at}")
+    return ([entries[c * count:(c + 1) * count] for c in range(calls)],
+            [pieces[c * count:(c + 1) * count] for c in range(calls)])
+
+
+def _read_returned(torch, prepared, seen, sent, area, spec, expected, scale, entry, data, layout):
+    """((result, got), whether the output lies in an input's memory) for a returned output."""
     item = expected.element_size()
-    out_start, band = layout["output"]["offset"], GUARD * expected.element_size()
+    out_start, band = area["offset"], GUARD * item
     size = expected.numel() * item
-    inputs_modified = _differs(seen, sent, 0, out_start - band)
-    area = seen[out_start - band:out_start + size + band].cpu()
-    own = {"output": {"dtype": layout["output"]["dtype"], "shape": layout["output"]["shape"]},
+    poison = poison_value(torch, spec, expected.dtype)
+    judge_here = lambda rep, pay: judge_output(torch, prepared.case, prepared.made, expected, scale, rep, pay,
+                                               spec, poison)
+    piece = seen[out_start - band:out_start + size + band].cpu()
+    own = {"output": {"dtype": area["dtype"], "shape": area["shape"]},
            "guard": {"elements": GUARD, "span": expected.numel()}}
-    own_payload = bytes(area[band:band + size].numpy()) + bytes(area[:band].numpy()) + bytes(area[band + size:].numpy())
-    from_area = judge(torch, prepared.case, prepared.made, expected, prepared.scale, own, own_payload)
+    own_payload = bytes(piece[band:band + size].numpy()) + bytes(piece[:band].numpy()) \
+        + bytes(piece[band + size:].numpy())
+    from_area = judge_here(own, own_payload)
     written = _differs(seen, sent, out_start - band, out_start + size + band)
-    at = report.get("at")
+    at = entry.get("at")
+    in_input = False
     if at is not None:
-        output, payload = report["output"], _located(torch, seen, report)
-        inputs_modified = inputs_modified or at < out_start - band   # it lies in an input's memory
-        if at == out_start and output == own["output"]:   # the output area, in whatever strides
-            return judge(torch, prepared.case, prepared.made, expected, prepared.scale, own,
-                         payload + own_payload[size:]), inputs_modified
-        report = {"output": output, "guard": None}
-    result = judge(torch, prepared.case, prepared.made, expected, prepared.scale, report, payload)
-    if written and from_area["status"] != "pass":
-        return from_area, inputs_modified
-    return result, inputs_modified
+        output, data = entry["output"], _located(torch, seen, entry)
+        in_input = at < layout["outputs_start"]   # it lies in an input's memory
+        if at == out_start and output == own["output"]:   # its own area, in whatever strides
+            return judge_here(own, data + own_payload[size:]), in_input
+        entry = {"output": output, "guard": None}
+    found = judge_here(entry, data)
+    if written and from_area[0]["status"] != "pass":
+        return from_area, in_input
+    return found, in_input
+
+
+def _read_inplace(torch, prepared, layout, seen, sent, spec, expected, scale):
+    """(result, got) for an in-place output: its input's view read from the region after the call;
+    a write into the input's guard bands, or into its storage outside the view, is past its end."""
+    index = next(i for i, (name, _, _) in enumerate(prepared.made) if name == spec["name"])
+    where, view = layout["inputs"][index], prepared.made[index][2]
+    dtype = getattr(torch, where["dtype"])
+    item = DTYPES[where["dtype"]]
+    start, count = where["offset"], where["count"]
+    storage = seen[start:start + count * item].view(dtype)
+    kept = torch.ones(count, dtype=torch.bool)
+    if view.numel():
+        kept.as_strided(where["shape"], where["stride"], where["view_offset"]).fill_(False)
+    before = seen[start - GUARD * item:start].view(dtype)
+    after = seen[start + count * item:start + (count + GUARD) * item].view(dtype)
+    sent_storage = sent[start:start + count * item].view(dtype)
+    outside = (storage.cpu() != sent_storage.cpu()) & kept & ~(_nan(torch, storage.cpu()) & _nan(torch, sent_storage.cpu()))
+    fill = input_fill(torch, dtype)
+    stray = _band_write(torch, before.cpu(), after.cpu(), fill, count)
+    if stray is None and bool(outside.any()):
+        stray = int(outside.nonzero()[0])
+    if stray is not None:
+        return {"status": "fail", "reason": "wrote_past_end", "index": stray, "n": view.numel()}, None
+    got = storage.as_strided(where["shape"], where["stride"], where["view_offset"]).contiguous().cpu()
+    header = {"output": {"dtype": where["dtype"], "shape": where["shape"]}, "guard": None}
+    data = got.reshape(-1).view(torch.uint8).numpy().tobytes() if got.numel() else b""
+    return judge_output(torch, prepared.case, prepared.made, expected, scale, header, data, spec, fill)
+
+
+def _nan(torch, tensor):
+    return torch.isnan(tensor) if tensor.dtype.is_floating_point else torch.zeros_like(tensor, dtype=torch.bool)
+
+
+def _band_write(torch, before, after, fill, count):
+    """Offset of a write into an input's guard bands (from its storage's first element), or None."""
+    def changed(band):
+        return ~torch.isnan(band) if fill != fill else band != fill
+    if bool(changed(after).any()):
+        return count + int(changed(after).nonzero()[0])
+    if bool(changed(before).any()):
+        return int(changed(before).nonzero()[-1]) - GUARD
+    return None
 
 
 def dense_strides(shape):
@@ -387,8 +535,9 @@ def map_region(torch, descriptors, nbytes, device):
         os.close(fd)
 
 
-def region_arguments(torch, whole, header):
-    """The case's arguments as views of the region; (arguments, the output area's spec)."""
+def region_arguments(torch, whole, header, call=0):
+    """The case's arguments as views of the region; (arguments, the call's output areas: one per
+    returned output)."""
     shared = header["region"]
     values = []
     for spec, sent in zip(shared["inputs"], header["inputs"]):
@@ -399,10 +548,14 @@ def region_arguments(torch, whole, header):
         item = torch.tensor([], dtype=dtype).element_size()
         values.append(whole.view(dtype).as_strided(spec["shape"], spec["stride"],
                                                     spec["offset"] // item + spec["view_offset"]))
-    out = shared["output"]
-    dtype = getattr(torch, out["dtype"])
-    return values, {"base": whole.view(dtype), "start": out["offset"] // torch.tensor([], dtype=dtype).element_size(),
-                    "shape": tuple(out["shape"]), "dtype": dtype}
+    areas = []
+    for out in shared["outputs"][call]:
+        if out is None:
+            continue
+        dtype = getattr(torch, out["dtype"])
+        areas.append({"base": whole.view(dtype), "start": out["offset"] // torch.tensor([], dtype=dtype).element_size(),
+                      "shape": tuple(out["shape"]), "dtype": dtype})
+    return values, areas
 
 
 # --- cuMem through the CUDA driver ----------------------------------------------------------------

@@ -3,7 +3,7 @@ the submission report. Made in the trusted process from the verdicts and what wa
 import json
 from pathlib import Path
 
-from .common import HERE, LESSON, msg
+from .common import HERE, LESSON, inplace, msg, outputs
 
 
 class Evaluation:
@@ -70,22 +70,46 @@ def inputs_text(inputs):
 
 
 def case_detail(result):
-    status = result["status"]
+    if result["status"] != "fail":
+        return _status_detail(result)
+    lines = _failure_detail(result)
+    if result.get("output") and not result.get("property"):   # which output: "loss: index 3: ..."
+        lines[0] = f"{result['output']}: {lines[0]}"
+    if result.get("call"):
+        lines.insert(0, msg("in_call", number=result["call"] + 1, values=_call_values(result.get("call_values") or {})))
+    return lines
+
+
+def _call_values(values):
+    """The scalars a further call of the case passes, as text ("seed = 8")."""
+    return ", ".join(f"{name} = {value}" for name, value in sorted(values.items()))
+
+
+def _failure_detail(result):
     reasons = LESSON["reasons"]
-    if status == "fail":
-        reason = result["reason"]
-        if reason in ("wrong_shape", "wrong_dtype"):
-            return [msg(reason, expected=result["expected"], got=result["got"])]
-        if reason == "not_tensor":
-            return [msg("not_tensor", got=result["got_type"])]
-        if reason == "wrote_past_end":
-            return [msg("wrote_past_end_detail", index=result["index"], n=result["n"]),
-                    msg("why", text=reasons["wrote_past_end"])]
-        lines = [msg("mismatch", index=position_text(result["position"]), input=inputs_text(result["inputs"]),
-                     expected=result["expected"], got=result["got"], count=result["count"], n=result["n"])]
-        if reason in reasons:
-            lines.append(msg("why", text=reasons[reason]))
-        return lines
+    reason = result["reason"]
+    if result.get("property"):
+        lines = [(f"{result['output']}: " if result.get("output") else "") + msg("property_failed", detail=result["detail"])]
+        return lines + ([msg("why", text=reasons[reason])] if reason in reasons else [])
+    if reason in ("wrong_shape", "wrong_dtype"):
+        return [msg(reason, expected=result["expected"], got=result["got"])]
+    if reason == "not_tensor":
+        names = [o["name"] for o in outputs() if o["name"] not in inplace()]
+        if len(names) > 1:
+            return [msg("not_tensors", got=result["got_type"], count=len(names), names=", ".join(names))]
+        return [msg("not_tensor", got=result["got_type"])]
+    if reason == "wrote_past_end":
+        return [msg("wrote_past_end_detail", index=result["index"], n=result["n"]),
+                msg("why", text=reasons["wrote_past_end"])]
+    lines = [msg("mismatch", index=position_text(result["position"]), input=inputs_text(result["inputs"]),
+                 expected=result["expected"], got=result["got"], count=result["count"], n=result["n"])]
+    if reason in reasons:
+        lines.append(msg("why", text=reasons[reason]))
+    return lines
+
+
+def _status_detail(result):
+    status = result["status"]
     if status == "error":
         return [msg("raised", text=result["text"]) + (msg("at_line", line=result["line"]) if result.get("line") else "")]
     if status == "fault":

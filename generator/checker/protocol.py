@@ -15,7 +15,7 @@ MAX_HEADER = 1 << 20
 MAX_DEPTH = 8   # arrays and objects inside each other in a header (the deepest frame of ours has 4)
 # The dtypes a worker may name, with their sizes; nothing else is turned into a tensor.
 DTYPES = {"float32": 4, "float16": 2, "bfloat16": 2, "float64": 8, "int64": 8, "int32": 4, "int16": 2,
-          "int8": 1, "uint8": 1, "bool": 1}
+          "int8": 1, "uint8": 1, "bool": 1, "float8_e4m3fn": 1, "float8_e5m2": 1}
 
 
 class ProtocolError(Exception):
@@ -150,11 +150,19 @@ FRAMES = {
     "loaded": {"loaded_s": _number, "loaded_cpu_s": _number, "patched": _strings, "events": _events},
     "load_error": {"load_error": _load_error, "events": _events},
     "case": {"case": _text, "status": lambda v: v in ("returned", "error", "fault"), "seconds": _number,
-             "output": lambda v: v is None or _output(v), "got_type": lambda v: _text(v, 200), "guard": _guard,
-             "inputs_crc": _checksums, "at": _int, "stride": lambda v: isinstance(v, list) and len(v) <= 8 and all(_int(x) for x in v), "cpu_s": _number, "launched": _strings,
+             "outputs": lambda v: _outputs(v), "inputs_crc": _checksums, "cpu_s": _number, "launched": _strings,
              "events": _events,
              "line": lambda v: v is None or _int(v), "text": lambda v: _text(v, 1000), "nbytes": _int},
 }
+# One output of a call, as a case frame's "outputs" lists them (one per call and declared output).
+OUTPUT_ENTRY = {"output": lambda v: v is None or _output(v), "got_type": lambda v: _text(v, 200), "guard": _guard,
+                "at": _int, "stride": lambda v: isinstance(v, list) and len(v) <= 8 and all(_int(x) for x in v),
+                "nbytes": _int, "inplace": lambda v: v is True}
+
+
+def _outputs(v):
+    return isinstance(v, list) and len(v) <= 256 and all(
+        isinstance(e, dict) and all(k in OUTPUT_ENTRY and OUTPUT_ENTRY[k](x) for k, x in e.items()) for e in v)
 REQUIRED = {"hello": ("hello",), "loaded": ("loaded_s",), "load_error": ("load_error",), "case": ("case", "status")}
 
 

@@ -14,15 +14,15 @@ import sys
 import threading
 import time
 
-from .common import GUARD, HERE, LESSON, exit_text, msg
-from .cases import error_scale, expected_output, make_inputs, skip_reason
+from .common import GUARD, HERE, LESSON, exit_text, inplace, msg
+from .cases import call_inputs, error_scale, expected_output, make_inputs, skip_reason
 from .environment import thread_count
 from .protocol import Channel, ProtocolError, check_frame, checksum, tensor_bytes
 from .sandbox import (SCRATCH_ROOT, add_launchers, nobody_reaches_the_gpu, sandbox_command, sandbox_staging,
                       stage_launcher_seed)
 from .static import kernels_defined, source_encoding, syntax_error
-from .memory import offer_descriptors, share_case
-from .verdict import in_interpreter, judge
+from .memory import judge_reported, offer_descriptors, share_case
+from .verdict import in_interpreter
 from .zygote import fork_zygote
 
 START_MARGIN_S = 120     # a worker's start: importing torch (a spawned one), CUDA, the first compile
@@ -38,8 +38,9 @@ class PreparedCase:
         self.case = case
         home = "cuda" if case.get("gpu_only") and use_gpu else "cpu"
         self.made = make_inputs(torch, case, home)
-        self.expected = expected_output(torch, self.made)
-        self.scale = error_scale(torch, self.made)
+        calls = call_inputs(torch, case, self.made)
+        self.expected = [expected_output(torch, made) for made in calls]   # per call, per output
+        self.scale = [error_scale(torch, made) for made in calls]
         self.draw = home == "cuda"   # the worker draws these large inputs itself, on its GPU
         self.inputs, chunks, self.crc = [], [], []
         for name, storage, view in self.made:
@@ -52,9 +53,10 @@ class PreparedCase:
                                 "offset": view.storage_offset(), "storage": storage.numel()})
             data = b"" if self.draw else tensor_bytes(torch, storage)
             chunks.append(data)
-            self.crc.append(None if self.draw else checksum(data))
+            self.crc.append(None if self.draw or name in inplace() else checksum(data))
         self.payload = b"".join(chunks)
-        self.max_reply = 4 * 8 * max(self.expected.numel(), 1) + 2 * GUARD * 8 + (1 << 20)
+        elements = sum(max(t.numel(), 1) + 2 * GUARD for outputs in self.expected for t in outputs)
+        self.max_reply = 4 * 8 * elements + (1 << 20)
 
 
 def prepare_cases(torch, use_gpu):
@@ -544,7 +546,7 @@ class Supervisor:
         usable = True
         try:
             if shared is None:
-                result = judge(_torch(), prepared.case, prepared.made, prepared.expected, prepared.scale, header, payload)
+                result = judge_reported(_torch(), prepared, header, payload)
             else:
                 result, modified, usable = shared.verdict(_torch(), prepared, header, payload, worker)
                 if modified:

@@ -3,19 +3,29 @@ with the trusted reference, and the most telling reason. Runs only in the truste
 import ast
 import inspect
 
-from .common import LESSON
+from .common import LESSON, outputs
 from .cases import reference_namespace
 from .protocol import DTYPES, ProtocolError, read_tensor
 
 MAX_NAME = 80   # a worker's free text (a type's name, an error) is cut to a length
 
 
-def judge(torch, case, made, expected, scale, report, payload):
-    """The result of one case: report is the worker's header for it, payload its bytes."""
+def judge(torch, case, made, expected, scale, report, payload, spec=None, band=None):
+    """The result of one output of a case: report is the worker's header for it, payload its
+    bytes; spec the output's declaration (outputs(), the first when None); band what its
+    memory held before the call (None: what the worker's own poisoned buffers hold)."""
+    return judge_output(torch, case, made, expected, scale, report, payload, spec, band)[0]
+
+
+def judge_output(torch, case, made, expected, scale, report, payload, spec=None, band=None):
+    """(result, the output as read, or None): see judge."""
+    spec = spec or outputs()[0]
+    if band is None:
+        band = worker_poison(torch, expected.dtype)
     output = report.get("output")
     if output is None:
         got_type = str(report.get("got_type", "?"))[:MAX_NAME]
-        return {"status": "fail", "reason": "not_tensor", "got_type": got_type}
+        return {"status": "fail", "reason": "not_tensor", "got_type": got_type}, None
     dtype = output.get("dtype") if isinstance(output, dict) else None
     size = _size(output)
     guard = report.get("guard")
@@ -24,28 +34,102 @@ def judge(torch, case, made, expected, scale, report, payload):
         raise ProtocolError(f"an output described as {output!r} with guard {guard!r}")
     got = read_tensor(torch, output, payload[:size])
     if tuple(got.shape) != tuple(expected.shape):
-        return {"status": "fail", "reason": "wrong_shape", "expected": list(expected.shape), "got": list(got.shape)}
+        return {"status": "fail", "reason": "wrong_shape", "expected": list(expected.shape), "got": list(got.shape)}, None
     if got.dtype != expected.dtype:
-        return {"status": "fail", "reason": "wrong_dtype", "expected": str(expected.dtype), "got": str(got.dtype)}
+        return {"status": "fail", "reason": "wrong_dtype", "expected": str(expected.dtype), "got": str(got.dtype)}, None
     if guard_elements:
-        stray = _stray_write(torch, guard, payload[size:], got.dtype, got.numel())
+        stray = _stray_write(torch, guard, payload[size:], got.dtype, got.numel(), band)
         if stray is not None:
-            return {"status": "fail", "reason": "wrote_past_end", "index": stray, "n": got.numel()}
-    got = got.to(expected.device).double()
-    want = expected.double()
-    bad = compare(torch, want, got, case.get("dtype", "float32"), scale)
+            return {"status": "fail", "reason": "wrote_past_end", "index": stray, "n": got.numel()}, None
+    if spec.get("check") == "property":   # its values are judged by the lesson's check()
+        return {"status": "pass", "n": got.numel()}, got
+    got = got.to(expected.device)
+    if not expected.dtype.is_floating_point:
+        bad = got.long() != expected.long()   # integers: exact, in their own range
+        got, want = got.double(), expected.double()
+    else:
+        got, want = got.double(), expected.double()
+        bad = compare(torch, want, got, case.get("dtype", "float32"), scale, tolerance_of(spec, case))
     count = int(bad.sum())
     if not count:
-        return {"status": "pass", "n": got.numel()}
+        return {"status": "pass", "n": got.numel()}, got
     first = tuple(int(i) for i in bad.nonzero()[0])
     inputs = broadcast_inputs(torch, made, got.shape, want.device)
     # classify sees an input that does not broadcast to the output (a matrix factor) as it is
     seen = {name: view.double().to(want.device) if inputs[name] is None else inputs[name] for name, _, view in made}
-    reason = classify(torch, seen, want, got, bad, lambda: storage_views(torch, made, want.device))
+    reason = classify(torch, seen, want, got, bad, lambda: storage_views(torch, made, want.device),
+                      output=spec["name"], poison=band)
     return {"status": "fail", "reason": reason, "position": list(first),
             "inputs": {name: (fmt(value[first]) if hasattr(value, "shape") else fmt(value)) if value is not None
                        else "×".join(map(str, seen[name].shape)) for name, value in inputs.items()},
-            "expected": fmt(want[first]), "got": fmt(got[first]), "count": count, "n": got.numel()}
+            "expected": fmt(want[first]), "got": fmt(got[first]), "count": count, "n": got.numel()}, None
+
+
+def poison_value(torch, spec, dtype):
+    """What an output's area holds before the kernel runs: the output's poison or the lesson's, as
+    a value of dtype (for a dtype that cannot hold it: an integer's minimum, a float8's most
+    negative value; bool: True)."""
+    poison = spec.get("poison")
+    poison = float(LESSON["poison"] if poison is None else poison)
+    if dtype == torch.bool:
+        return 1
+    if not dtype.is_floating_point:
+        info = torch.iinfo(dtype)
+        return int(poison) if poison == int(poison) and info.min <= poison <= info.max else info.min
+    held = float(torch.tensor(poison, dtype=torch.float64).to(dtype).double())
+    return held if held == poison else -float(torch.finfo(dtype).max)
+
+
+def worker_poison(torch, dtype):
+    """What the worker's own poisoned buffers hold (floating outputs; the lesson's poison in the
+    dtype, NaN where the dtype cannot hold it)."""
+    if not dtype.is_floating_point:
+        return None
+    return float(torch.full((1,), float(LESSON["poison"]), dtype=dtype).double())
+
+
+def tolerance_of(spec, case):
+    """The output's tolerance for the case's dtype: its own, else the lesson's."""
+    compare_by_dtype = spec.get("compare")
+    if compare_by_dtype is None:
+        compare_by_dtype = LESSON.get("compare") or {}
+    return compare_by_dtype.get(case.get("dtype", "float32"))
+
+
+def combine(case, results, names):
+    """A case's result from its outputs' (one per call and output, in order): the first failure,
+    named, or a pass. names: (call, output name) per result."""
+    labelled = LESSON.get("named_outputs") or len(outputs()) > 1
+    for result, (call, name) in zip(results, names):
+        if result["status"] != "pass":
+            extra = {"output": name} if labelled else {}
+            if call:
+                extra.update(call=call, call_values=dict(case["calls"][call - 1]))
+            return dict(result, **extra)
+    return {"status": "pass", "n": sum(result.get("n", 0) for result in results)}
+
+
+def property_failure(torch, made, got_by_call):
+    """The first failure the lesson's check(inputs, got) finds (a result), or None. Its failures are
+    dicts {"output", "reason", "detail"}; a reason the lesson did not declare is wrong_value."""
+    lesson_check = reference_namespace().get("check")
+    if lesson_check is None:
+        return None
+    inputs = {name: view for name, _, view in made}
+    try:
+        found = lesson_check(inputs, got_by_call)
+    except Exception as exc:   # the lesson's check could not judge these values: they do not pass
+        found = [{"reason": "wrong_value", "detail": f"{type(exc).__name__}: {exc}"}]
+    if not found:
+        return None
+    first = found[0] if isinstance(found[0], dict) else {"detail": str(found[0])}
+    reason = first.get("reason")
+    reason = reason if reason in LESSON["lesson_reasons"] or reason in LESSON_MAY_GIVE else "wrong_value"
+    result = {"status": "fail", "reason": reason, "property": True, "detail": str(first.get("detail", ""))[:300],
+              "count": len(found)}
+    if first.get("output") is not None:
+        result["output"] = str(first["output"])[:MAX_NAME]
+    return result
 
 
 def _size(output):
@@ -59,15 +143,16 @@ def _size(output):
     return numel * DTYPES[output["dtype"]]
 
 
-def _stray_write(torch, guard, data, dtype, numel):
-    """Offset (in elements, from the output's first) of a write into the guard bands, or None."""
+def _stray_write(torch, guard, data, dtype, numel, poison):
+    """Offset (in elements, from the output's first) of a write into the guard bands (which hold
+    poison; NaN: an in-place input's), or None."""
     elements, span = guard.get("elements"), guard.get("span")
     itemsize = DTYPES[str(dtype).replace("torch.", "")]
     if not isinstance(span, int) or isinstance(span, bool) or span < numel or len(data) != 2 * elements * itemsize:
         raise ProtocolError(f"guard bands described as {guard!r} with {len(data)} bytes")
     bands = torch.frombuffer(data, dtype=dtype).double() if data else torch.empty(0, dtype=torch.float64)
-    poison = float(LESSON["poison"])
-    before, after = bands[:elements] != poison, bands[elements:] != poison
+    changed = ~torch.isnan(bands) if poison != poison else bands != poison
+    before, after = changed[:elements], changed[elements:]
     if bool(after.any()):
         return span + int(after.nonzero()[0])
     if bool(before.any()):
@@ -75,12 +160,14 @@ def _stray_write(torch, guard, data, dtype, numel):
     return None
 
 
-def compare(torch, expected, got, dtype, scale=None):
+def compare(torch, expected, got, dtype, scale=None, tolerance=None):
     """Bool tensor: True where got differs from expected (NaN equals NaN, +0 equals -0); with a
-    tolerance for dtype, |got - expected| <= atol + rtol * scale (scale: |expected| unless the
-    lesson's error_scale gives another) counts as equal for finite values."""
+    tolerance (the lesson's for dtype, unless one is given), |got - expected| <= atol + rtol *
+    scale (scale: |expected| unless the lesson's error_scale gives another) counts as equal for
+    finite values."""
     same = (got == expected) | (torch.isnan(got) & torch.isnan(expected))
-    tolerance = (LESSON.get("compare") or {}).get(dtype)
+    if tolerance is None:
+        tolerance = (LESSON.get("compare") or {}).get(dtype)
     if tolerance:
         finite = torch.isfinite(got) & torch.isfinite(expected)
         magnitude = expected.abs() if scale is None else scale.double().to(expected.device)
@@ -126,16 +213,25 @@ def _takes_views(fn):
     return sum(p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) for p in params) >= 5
 
 
-def classify(torch, inputs, expected, got, bad, views=None):
+def _takes_output(fn):
+    """Whether the lesson's classify takes the keyword output (the failing output's name)."""
+    try:
+        params = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return False
+    return any(p.name == "output" or p.kind is p.VAR_KEYWORD for p in params)
+
+
+def classify(torch, inputs, expected, got, bad, views=None, output=None, poison=None):
     """The most telling reason among the differing elements: the lesson's own classifier first
     (its hypotheses reproduce values, poison included: a store at the wrong addresses leaves
     poison too), then poison left behind, then a read past the end of an input, then a plain wrong
     value. views: a function giving storage_views, called only for a lesson classify that takes
     them. A lesson classify that returns "wrong_value" has ruled the other reasons out."""
-    reason = _lesson_reason(inputs, expected, got, bad, views)
+    reason = _lesson_reason(inputs, expected, got, bad, views, output)
     if reason is not None:
         return reason
-    poison = float(LESSON["poison"])
+    poison = float(LESSON["poison"]) if poison is None else poison
     if bool(((got == poison) & (expected != poison) & bad).any()):
         return "unwritten"
     if read_past_end(torch, inputs, expected, got, bad):
@@ -148,15 +244,16 @@ def classify(torch, inputs, expected, got, bad, views=None):
 LESSON_MAY_GIVE = ("read_past_end", "wrong_value")
 
 
-def _lesson_reason(inputs, expected, got, bad, views):
+def _lesson_reason(inputs, expected, got, bad, views, output=None):
     lesson_classify = reference_namespace().get("classify")
     if lesson_classify is None:
         return None
+    named = {"output": output} if _takes_output(lesson_classify) else {}
     try:
         if views is not None and _takes_views(lesson_classify):
-            reason = lesson_classify(inputs, expected, got, bad, views())
+            reason = lesson_classify(inputs, expected, got, bad, views(), **named)
         else:
-            reason = lesson_classify(inputs, expected, got, bad)
+            reason = lesson_classify(inputs, expected, got, bad, **named)
     except Exception:   # the lesson's own code (a GPU case's tensors on another device...):
         return None     # the generic reasons; a mistake that declares another shows the bug
     return reason if reason in LESSON["lesson_reasons"] or reason in LESSON_MAY_GIVE else None

@@ -14,8 +14,8 @@ import sys
 import time
 import traceback
 
-from .common import GPU_FAULT_WORDS, GUARD, LESSON
-from .cases import make_inputs
+from .common import GPU_FAULT_WORDS, GUARD, LESSON, inplace, outputs
+from .cases import make_inputs, parse_value
 from .memory import accept_descriptors, dense_strides, map_region, region_arguments
 from .protocol import checksum, tensor_bytes, tensor_header
 from .sandbox import quiet_folders, reported_file_event
@@ -38,7 +38,7 @@ class Harness:
         self.torch, self.path, self.poison = torch, os.path.realpath(path), poison
         self.buffers, self.launched, self.events = [], set(), []
         self.originals = {}
-        self.arena = None   # a case's output area in the trusted side's region (memory.region_arguments)
+        self.arena = None   # a call's free output areas in the trusted side's region (memory.region_arguments)
         self.timed_region = None   # the region of the trusted side's timed calls (run_timed)
         self.descriptors = None    # the socket the trusted side's region descriptors come over
 
@@ -65,11 +65,11 @@ class Harness:
         sys.addaudithook(self._audit)
 
     def _poisoned(self, plain):
-        area = self.arena
-        if area is not None and tuple(plain.shape) == area["shape"] and plain.dtype == area["dtype"] \
-                and plain.device == area["base"].device and (not plain.numel() or _span(plain) == plain.numel()):
-            self.arena = None   # the output area of the trusted side's region: read there, not reported
-            return area["base"].as_strided(plain.shape, plain.stride(), area["start"])
+        for index, area in enumerate(self.arena or []):   # the first free output area of its shape and dtype
+            if tuple(plain.shape) == area["shape"] and plain.dtype == area["dtype"] \
+                    and plain.device == area["base"].device and (not plain.numel() or _span(plain) == plain.numel()):
+                del self.arena[index]   # an output area of the trusted side's region: read there, not reported
+                return area["base"].as_strided(plain.shape, plain.stride(), area["start"])
         if not plain.is_floating_point() or not plain.numel():
             return plain
         span = _span(plain)
@@ -370,13 +370,14 @@ def run_timed(torch, harness, fn, header, device):
     calls = [region_arguments(torch, harness.timed_region, {"region": spec, "inputs": header["inputs"]})
              for spec in bench["calls"]]
     try:
-        for args, area in calls:
-            harness.arena = area
-            out = fn(*args)
-            if not isinstance(out, torch.Tensor):
-                return {"bench": "error", "text": f"returned {type(out).__name__}"[:200]}
-            if not in_area(out, area):
-                area["base"].as_strided(area["shape"], dense_strides(area["shape"]), area["start"]).copy_(out)
+        for args, areas in calls:
+            harness.arena = list(areas)
+            outs = returned_tensors(torch, fn(*args), len(areas))
+            if isinstance(outs, str):
+                return {"bench": "error", "text": f"returned {outs}"[:200]}
+            for out, area in zip(outs, areas):
+                if not in_area(out, area):
+                    area["base"].as_strided(area["shape"], dense_strides(area["shape"]), area["start"]).copy_(out)
         if device == "cuda":
             torch.cuda.synchronize()
         return {"bench": "done"}
@@ -384,48 +385,65 @@ def run_timed(torch, harness, fn, header, device):
         return {"bench": "error", "text": f"{type(exc).__name__}: {exc}"[:200]}
 
 
+def returned_tensors(torch, out, count):
+    """The entry's return value as its count tensors, or what it was instead, in words."""
+    if count == 0:
+        return []
+    outs = list(out) if count > 1 and isinstance(out, (tuple, list)) else [out]
+    if len(outs) != count or not all(isinstance(o, torch.Tensor) for o in outs):
+        kind = type(out).__name__
+        return f"{kind} of {len(out)}" if isinstance(out, (tuple, list)) else kind
+    return outs
+
+
+def case_calls(torch, case, args):
+    """The arguments of each call of the case: its own, then one per further call, whose scalars
+    replace the case's."""
+    calls = [args]
+    for call in case.get("calls") or []:
+        calls.append([parse_value(torch, call[spec["name"]], spec.get("dtype")) if spec["name"] in call else arg
+                      for spec, arg in zip(LESSON["inputs"], args)])
+    return calls
+
+
 def run_one(torch, harness, fn, header, payload, device, path):
     case = header["run"]
-    area = whole = None
-    if header.get("region") is not None:   # inputs and the output area in the trusted side's memory
+    whole = None
+    if header.get("region") is not None:   # inputs and the output areas in the trusted side's memory
         try:
             whole = map_region(torch, harness.descriptors, header["region"]["nbytes"], device)
         except (OSError, RuntimeError, ValueError) as exc:   # then the inputs sent as bytes, as before
             print(f"coursepack: the trusted side's memory could not be mapped here ({exc})", file=sys.stderr)
     if whole is not None:
-        args, area = region_arguments(torch, whole, header)
+        args, _ = region_arguments(torch, whole, header)
+        areas = [region_arguments(torch, whole, header, call)[1] for call in range(len(header["region"]["outputs"]))]
         guarded = []
     elif header.get("draw"):   # a GPU-only case: its large inputs drawn here, as the trusted side drew them
         args, guarded = [view for _, _, view in make_inputs(torch, case, device)], []
+        areas = None
     else:
         args, guarded = _receive_inputs(torch, header, payload, device)
+        areas = None
     harness.buffers.clear()
     harness.launched.clear()
-    harness.arena = area
     events_before = len(harness.events)
     started = time.monotonic()
+    count = sum(1 for spec in outputs() if spec["name"] not in inplace())
+    entries, data = [], []
     try:
-        out = fn(*args)
-        if device == "cuda":
-            torch.cuda.synchronize()
+        for call, call_args in enumerate(case_calls(torch, case, args)):
+            harness.arena = None if areas is None else list(areas[call])
+            outs = returned_tensors(torch, fn(*call_args), count)
+            if device == "cuda":
+                torch.cuda.synchronize()
+            _describe_outputs(torch, harness, outs, call_args, guarded, whole, entries, data)
         seconds = round(time.monotonic() - started, 4)
-        result = {"case": case["id"], "status": "returned", "seconds": seconds}
-        if not isinstance(out, torch.Tensor):
-            result.update(output=None, got_type=type(out).__name__[:80])
-            data = b""
-        elif area is not None and region_offset(out, whole) is not None:   # read there by the trusted side
-            result.update(output=tensor_header(torch, out), guard=None, at=region_offset(out, whole),
-                          stride=list(out.stride()))
-            data = b""
-        else:
-            data = tensor_bytes(torch, out)
-            result["output"] = tensor_header(torch, out)
-            guard = harness.guard_of(out)
-            result["guard"] = None if guard is None else {"elements": GUARD, "span": guard[0]}
-            data += guard[1] if guard is not None else b""
+        result = {"case": case["id"], "status": "returned", "seconds": seconds, "outputs": entries}
         if guarded:
-            result["inputs_crc"] = [None if g is None else checksum(tensor_bytes(torch, g[0][g[1]:g[1] + g[2]]))
-                                    for g in guarded]
+            result["inputs_crc"] = [None if g is None or LESSON["inputs"][i]["name"] in inplace()
+                                    else checksum(tensor_bytes(torch, g[0][g[1]:g[1] + g[2]]))
+                                    for i, g in enumerate(guarded)]
+        data = b"".join(data)
     except BaseException as exc:  # the code under check may raise anything, SystemExit included
         text = str(exc).strip().splitlines()
         result = {"case": case["id"], "status": "error", "line": student_line(exc, path),
@@ -436,3 +454,43 @@ def run_one(torch, harness, fn, header, payload, device, path):
     result["launched"] = sorted(harness.launched)
     result["events"] = harness.events[events_before:]
     return result, data
+
+
+def _describe_outputs(torch, harness, outs, args, guarded, whole, entries, data):
+    """One entry per declared output of this call (and its bytes, where it is not read in the
+    trusted side's region): a returned tensor, or an in-place input after the call."""
+    returned = iter(outs) if not isinstance(outs, str) else None
+    for spec in outputs():
+        name = spec["name"]
+        if name in inplace():
+            index = next(i for i, s in enumerate(LESSON["inputs"]) if s["name"] == name)
+            entry, chunk = _inplace_entry(torch, args[index], guarded[index] if guarded else None, whole)
+        elif returned is None:
+            entry, chunk = {"output": None, "got_type": outs[:80]}, b""
+        else:
+            entry, chunk = _returned_entry(torch, harness, next(returned), whole)
+        entry["nbytes"] = len(chunk)
+        entries.append(entry)
+        data.append(chunk)
+
+
+def _returned_entry(torch, harness, out, whole):
+    if whole is not None and region_offset(out, whole) is not None:   # read there by the trusted side
+        return {"output": tensor_header(torch, out), "guard": None, "at": region_offset(out, whole),
+                "stride": list(out.stride())}, b""
+    chunk = tensor_bytes(torch, out)
+    guard = harness.guard_of(out)
+    entry = {"output": tensor_header(torch, out), "guard": None if guard is None else {"elements": GUARD,
+                                                                                         "span": guard[0]}}
+    return entry, chunk + (guard[1] if guard is not None else b"")
+
+
+def _inplace_entry(torch, view, guarded, whole):
+    """An in-place input: read in the region by the trusted side, or sent with its guard bands."""
+    if whole is not None or guarded is None:
+        return ({"inplace": True}, b"") if whole is not None else \
+            ({"output": tensor_header(torch, view), "guard": None}, tensor_bytes(torch, view))
+    storage, first, length = guarded
+    bands = torch.cat([storage[:first], storage[first + length:]])
+    return ({"output": tensor_header(torch, view), "guard": {"elements": GUARD, "span": length}},
+            tensor_bytes(torch, view) + tensor_bytes(torch, bands))
