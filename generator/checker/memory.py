@@ -17,7 +17,7 @@ import socket
 import time
 
 from .common import GUARD, LESSON, inplace, outputs
-from .protocol import DTYPES, ProtocolError
+from .protocol import DTYPES, ProtocolError, scalar_value
 from .verdict import combine, judge_output, poison_value, property_failure
 
 ALIGN = 4096
@@ -369,7 +369,8 @@ def _read_inplace(torch, prepared, layout, seen, sent, spec, expected, scale):
         stray = int(outside.nonzero()[0])
     if stray is not None:
         return {"status": "fail", "reason": "wrote_past_end", "index": stray, "n": view.numel()}, None
-    got = storage.as_strided(where["shape"], where["stride"], where["view_offset"]).contiguous().cpu()
+    got = seen.view(dtype).as_strided(where["shape"], where["stride"], start // item + where["view_offset"])
+    got = got.contiguous().cpu()
     header = {"output": {"dtype": where["dtype"], "shape": where["shape"]}, "guard": None}
     data = got.reshape(-1).view(torch.uint8).numpy().tobytes() if got.numel() else b""
     return judge_output(torch, prepared.case, prepared.made, expected, scale, header, data, spec, fill)
@@ -542,7 +543,7 @@ def region_arguments(torch, whole, header, call=0):
     values = []
     for spec, sent in zip(shared["inputs"], header["inputs"]):
         if spec is None:
-            values.append(float(sent["value"]))
+            values.append(scalar_value(sent["value"]))
             continue
         dtype = getattr(torch, spec["dtype"])
         item = torch.tensor([], dtype=dtype).element_size()

@@ -181,6 +181,11 @@ def check_frame(header, kind):
     return header
 
 
+def scalar_value(value):
+    """A scalar argument as sent: an int stays an int (a seed, an index), anything else a float."""
+    return value if isinstance(value, int) and not isinstance(value, bool) else float(value)
+
+
 def tensor_header(torch, tensor):
     """A tensor's description for the wire: its logical values, row-major, on the CPU."""
     return {"dtype": str(tensor.dtype).replace("torch.", ""), "shape": list(tensor.shape)}

@@ -60,8 +60,9 @@ def judge_output(torch, case, made, expected, scale, report, payload, spec=None,
     reason = classify(torch, seen, want, got, bad, lambda: storage_views(torch, made, want.device),
                       output=spec["name"], poison=band)
     return {"status": "fail", "reason": reason, "position": list(first),
-            "inputs": {name: (fmt(value[first]) if hasattr(value, "shape") else fmt(value)) if value is not None
-                       else "×".join(map(str, seen[name].shape)) for name, value in inputs.items()},
+            "inputs": {name: _shown(value, first, integral) if value is not None
+                       else "×".join(map(str, seen[name].shape))
+                       for (name, value), integral in zip(inputs.items(), _integral(made))},
             "expected": fmt(want[first]), "got": fmt(got[first]), "count": count, "n": got.numel()}, None
 
 
@@ -210,7 +211,7 @@ def _takes_views(fn):
         return False
     if any(p.kind is p.VAR_POSITIONAL for p in params):
         return True
-    return sum(p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) for p in params) >= 5
+    return sum(p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.name != "output" for p in params) >= 5
 
 
 def _takes_output(fn):
@@ -301,6 +302,17 @@ def makes_bfloat16(text):
                 if isinstance(arg, ast.Constant) and arg.value in ("bf16", "bfloat16"):
                     return True
     return False
+
+
+def _integral(made):
+    """Per argument: whether it holds integers (an integer tensor, a Python int)."""
+    return [(not view.dtype.is_floating_point) if hasattr(view, "dtype") else isinstance(view, int)
+            for _, _, view in made]
+
+
+def _shown(value, first, integral):
+    value = value[first] if hasattr(value, "shape") else value
+    return str(int(value)) if integral and float(value) == float(value) else fmt(value)
 
 
 def fmt(value):

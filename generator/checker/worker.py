@@ -17,7 +17,7 @@ import traceback
 from .common import GPU_FAULT_WORDS, GUARD, LESSON, inplace, outputs
 from .cases import make_inputs, parse_value
 from .memory import accept_descriptors, dense_strides, map_region, region_arguments
-from .protocol import checksum, tensor_bytes, tensor_header
+from .protocol import checksum, scalar_value, tensor_bytes, tensor_header
 from .sandbox import quiet_folders, reported_file_event
 
 WATCHED = {"socket.connect": "network", "socket.bind": "network", "socket.sendto": "network",
@@ -343,7 +343,7 @@ def _receive_inputs(torch, header, payload, device):
     values, guarded, offset = [], [], 0
     for spec in header["inputs"]:
         if spec["kind"] == "scalar":
-            values.append(float(spec["value"]))
+            values.append(scalar_value(spec["value"]))
             guarded.append(None)
             continue
         dtype = getattr(torch, spec["dtype"])
