@@ -17,7 +17,7 @@ import socket
 import time
 
 from .common import GUARD, LESSON, inplace, outputs
-from .protocol import DTYPES, ProtocolError, scalar_value
+from .protocol import DTYPES, ProtocolError, filled, scalar_value
 from .verdict import combine, judge_output, poison_value, property_failure
 
 ALIGN = 4096
@@ -189,8 +189,7 @@ def image(torch, made, expected_calls, layout, device, whole=None):
     for (_, storage, _), spec in zip(made, layout["inputs"]):
         if spec is None:
             continue
-        banded = torch.full((spec["count"] + 2 * GUARD,), input_fill(torch, storage.dtype), dtype=storage.dtype,
-                            device=device)
+        banded = filled(torch, spec["count"] + 2 * GUARD, input_fill(torch, storage.dtype), storage.dtype, device)
         banded[GUARD:GUARD + spec["count"]] = storage.reshape(-1).to(device)
         _put(whole, spec["offset"] - GUARD * storage.element_size(), banded)
     for expected, areas in zip(expected_calls, layout["outputs"]):
@@ -198,7 +197,7 @@ def image(torch, made, expected_calls, layout, device, whole=None):
             if area is None:
                 continue
             poison = poison_value(torch, outputs()[index], tensor.dtype)
-            poisoned = torch.full((tensor.numel() + 2 * GUARD,), poison, dtype=tensor.dtype, device=device)
+            poisoned = filled(torch, tensor.numel() + 2 * GUARD, poison, tensor.dtype, device)
             _put(whole, area["offset"] - GUARD * tensor.element_size(), poisoned)
     return whole
 
@@ -355,40 +354,22 @@ def _read_inplace(torch, prepared, layout, seen, sent, spec, expected, scale):
     dtype = getattr(torch, where["dtype"])
     item = DTYPES[where["dtype"]]
     start, count = where["offset"], where["count"]
-    storage = seen[start:start + count * item].view(dtype)
-    kept = torch.ones(count, dtype=torch.bool)
+    bits = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}[item]   # compared bit for bit
+    span = slice(start - GUARD * item, start + (count + GUARD) * item)
+    now, before = seen[span].cpu().view(bits), sent[span].cpu().view(bits)
+    untouched = torch.ones(count + 2 * GUARD, dtype=torch.bool)   # the bands and the storage outside the view
     if view.numel():
-        kept.as_strided(where["shape"], where["stride"], where["view_offset"]).fill_(False)
-    before = seen[start - GUARD * item:start].view(dtype)
-    after = seen[start + count * item:start + (count + GUARD) * item].view(dtype)
-    sent_storage = sent[start:start + count * item].view(dtype)
-    outside = (storage.cpu() != sent_storage.cpu()) & kept & ~(_nan(torch, storage.cpu()) & _nan(torch, sent_storage.cpu()))
-    fill = input_fill(torch, dtype)
-    stray = _band_write(torch, before.cpu(), after.cpu(), fill, count)
-    if stray is None and bool(outside.any()):
-        stray = int(outside.nonzero()[0])
-    if stray is not None:
-        return {"status": "fail", "reason": "wrote_past_end", "index": stray, "n": view.numel()}, None
+        untouched.as_strided(where["shape"], where["stride"], GUARD + where["view_offset"]).fill_(False)
+    stray = (now != before) & untouched
+    if bool(stray.any()):
+        return {"status": "fail", "reason": "wrote_past_end", "index": int(stray.nonzero()[0]) - GUARD,
+                "n": view.numel()}, None
     got = seen.view(dtype).as_strided(where["shape"], where["stride"], start // item + where["view_offset"])
     got = got.contiguous().cpu()
     header = {"output": {"dtype": where["dtype"], "shape": where["shape"]}, "guard": None}
     data = got.reshape(-1).view(torch.uint8).numpy().tobytes() if got.numel() else b""
-    return judge_output(torch, prepared.case, prepared.made, expected, scale, header, data, spec, fill)
-
-
-def _nan(torch, tensor):
-    return torch.isnan(tensor) if tensor.dtype.is_floating_point else torch.zeros_like(tensor, dtype=torch.bool)
-
-
-def _band_write(torch, before, after, fill, count):
-    """Offset of a write into an input's guard bands (from its storage's first element), or None."""
-    def changed(band):
-        return ~torch.isnan(band) if fill != fill else band != fill
-    if bool(changed(after).any()):
-        return count + int(changed(after).nonzero()[0])
-    if bool(changed(before).any()):
-        return int(changed(before).nonzero()[-1]) - GUARD
-    return None
+    return judge_output(torch, prepared.case, prepared.made, expected, scale, header, data, spec,
+                        input_fill(torch, dtype))
 
 
 def dense_strides(shape):

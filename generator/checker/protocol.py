@@ -181,6 +181,14 @@ def check_frame(header, kind):
     return header
 
 
+def filled(torch, count, value, dtype, device):
+    """A 1-D tensor of count copies of value in dtype (float8 filled through float32: torch does
+    not fill every float8 dtype on every device)."""
+    wide = torch.float32 if dtype in (getattr(torch, "float8_e4m3fn", None), getattr(torch, "float8_e5m2", None)) \
+        else dtype
+    return torch.full((count,), value, dtype=wide, device=device).to(dtype)
+
+
 def scalar_value(value):
     """A scalar argument as sent: an int stays an int (a seed, an index), anything else a float."""
     return value if isinstance(value, int) and not isinstance(value, bool) else float(value)

@@ -5,7 +5,7 @@ import inspect
 
 from .common import LESSON, outputs
 from .cases import reference_namespace
-from .protocol import DTYPES, ProtocolError, read_tensor
+from .protocol import DTYPES, ProtocolError, filled, read_tensor
 
 MAX_NAME = 80   # a worker's free text (a type's name, an error) is cut to a length
 
@@ -86,7 +86,7 @@ def worker_poison(torch, dtype):
     dtype, NaN where the dtype cannot hold it)."""
     if not dtype.is_floating_point:
         return None
-    return float(torch.full((1,), float(LESSON["poison"]), dtype=dtype).double())
+    return float(filled(torch, 1, float(LESSON["poison"]), dtype, "cpu").double())
 
 
 def tolerance_of(spec, case):

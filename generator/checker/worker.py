@@ -16,8 +16,8 @@ import traceback
 
 from .common import GPU_FAULT_WORDS, GUARD, LESSON, inplace, outputs
 from .cases import make_inputs, parse_value
-from .memory import accept_descriptors, dense_strides, map_region, region_arguments
-from .protocol import checksum, scalar_value, tensor_bytes, tensor_header
+from .memory import accept_descriptors, dense_strides, input_fill, map_region, region_arguments
+from .protocol import checksum, filled, scalar_value, tensor_bytes, tensor_header
 from .sandbox import quiet_folders, reported_file_event
 
 WATCHED = {"socket.connect": "network", "socket.bind": "network", "socket.sendto": "network",
@@ -73,7 +73,7 @@ class Harness:
         if not plain.is_floating_point() or not plain.numel():
             return plain
         span = _span(plain)
-        buffer = self.torch.full((span + 2 * GUARD,), self.poison, dtype=plain.dtype, device=plain.device)
+        buffer = filled(self.torch, span + 2 * GUARD, self.poison, plain.dtype, plain.device)
         self.buffers.append((buffer, span))
         return buffer.as_strided(plain.shape, plain.stride(), GUARD)
 
@@ -351,8 +351,8 @@ def _receive_inputs(torch, header, payload, device):
         nbytes = count * torch.tensor([], dtype=dtype).element_size()
         chunk = payload[offset:offset + nbytes]
         offset += nbytes
-        fill = float("nan") if dtype.is_floating_point else torch.iinfo(dtype).max
-        storage = torch.full((count + 2 * GUARD,), fill, dtype=dtype, device=device)
+        fill = input_fill(torch, dtype)
+        storage = filled(torch, count + 2 * GUARD, fill, dtype, device)
         if count:
             storage[GUARD:GUARD + count] = torch.frombuffer(chunk, dtype=dtype).to(device)
         values.append(storage.as_strided(spec["shape"], spec["stride"], spec["offset"] + GUARD))
