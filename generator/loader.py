@@ -92,6 +92,8 @@ def _load_locales(root: Path, course: Course, problems: ProblemCollector,
     source = None if source_doc is None else _validate(source_doc, source_doc.data, Locale, problems)
     if source_doc is not None:
         source_doc.valid = source is not None
+    if source is not None:
+        _check_messages(source_doc, source, problems)
     locales = {course.source_locale: source} if source is not None else {}
     for code in course.locales:
         if code != course.source_locale:
@@ -106,6 +108,21 @@ def _load_locales(root: Path, course: Course, problems: ProblemCollector,
             if locale is not None and len(problems.problems) == problems_before:
                 locales[code] = locale
     return locales
+
+
+SKELETON_LOCALE = Path(__file__).resolve().parent / "skeleton" / "content" / "locales" / "en.yaml"
+
+
+def _check_messages(doc: YamlDoc, source: Locale, problems: ProblemCollector) -> None:
+    """The source language has every message check.py may show (the skeleton's en.yaml has each):
+    a course made by an older `coursepack init` lacks the newer ones, and check.py would fail on
+    the first it shows."""
+    skeleton = load_yaml(SKELETON_LOCALE, problems)
+    needed = set((skeleton.data.get("checker") or {}) if skeleton is not None else {})
+    missing = sorted(needed - set(source.checker))
+    if missing:
+        problems.add(doc.path, f"lacks messages check.py shows: {', '.join(missing)} (their English text is in the "
+                     "en.yaml of a course made by `coursepack init`)", "checker", *doc.position(("checker",)))
 
 
 def _draft_note(ui: Locale | None, code: str, states: list[TranslationState]) -> tuple[str, int] | None:

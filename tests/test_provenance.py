@@ -227,7 +227,7 @@ def test_frames_are_refused_past_a_depth_before_they_are_decoded():
     ({"hello": {"torch": "2", "triton": "3", "python": "3.11", "interpreter": False}}, "hello"),
     ({"hello": {"torch": "2", "triton": "3", "python": "3.11", "interpreter": True, "x": [1]}}, "hello"),
     ({"case": "seed", "status": "pass"}, "case"),
-    ({"case": "seed", "status": "returned", "output": {"dtype": "float32", "shape": "5"}}, "case"),
+    ({"case": "seed", "status": "returned", "outputs": [{"output": {"dtype": "float32", "shape": "5"}}]}, "case"),
     ({"case": "seed", "status": "returned", "guard": {"elements": True, "span": 5}}, "case"),
     ({"case": "seed", "status": "returned", "inputs_crc": 7}, "case"),
     ({"status": "returned"}, "case"),
@@ -246,9 +246,12 @@ def test_the_workers_own_frames_follow_the_schema():
         {"kind": "file", "event": "open", "line": 3, "detail": "/etc/passwd (r)"}]}, "loaded")
     rt.check_frame({"load_error": {"kind": "syntax", "line": 3, "column": None, "text": "invalid syntax"},
                     "events": []}, "load_error")
-    rt.check_frame({"case": "seed", "status": "returned", "seconds": 0.1, "output": {"dtype": "float32", "shape": [5]},
-                    "guard": {"elements": 4096, "span": 5}, "inputs_crc": [12, None], "launched": ["relu_kernel"],
-                    "events": [], "cpu_s": 0.1, "nbytes": 20}, "case")
+    rt.check_frame({"case": "seed", "status": "returned", "seconds": 0.1,
+                    "outputs": [{"output": {"dtype": "float32", "shape": [5]}, "guard": {"elements": 4096, "span": 5},
+                                 "nbytes": 32788}, {"inplace": True, "nbytes": 0}],
+                    "inputs_crc": [12, None], "launched": ["relu_kernel"], "events": [], "cpu_s": 0.1}, "case")
+    with pytest.raises(rt.ProtocolError):   # an output entry with a field it does not have
+        rt.check_frame({"case": "seed", "status": "returned", "outputs": [{"output": None, "band": 1.0}]}, "case")
     rt.check_frame({"case": "seed", "status": "error", "line": None, "text": "ValueError: x", "launched": [],
                     "events": [], "cpu_s": 0.0}, "case")
 

@@ -165,7 +165,7 @@ FLOAT8 = ("float8_e4m3fn", "float8_e5m2")
 
 def uses_float8(case):
     """Whether a case has a float8 input or output."""
-    dtypes = {case.get("dtype")} | {spec.get("dtype") for spec in LESSON["inputs"] if "scalar" not in spec} \
+    dtypes = {case.get("dtype")} | {spec.get("dtype") for spec in LESSON.get("inputs", []) if "scalar" not in spec} \
         | {spec.get("dtype") for spec in outputs()}
     return bool(dtypes & set(FLOAT8))
 
