@@ -199,7 +199,9 @@ def render_report(ev):
                               question_names=question_names(len(LESSON["questions"]), msg),
                               count=len(LESSON["questions"]))]
     failed = [c for c in LESSON["cases"] if ev.results.get(c["id"], {}).get("status") not in ("pass", "skip")]
-    lines.append(msg("next_fix") if failed else msg("next_withheld") if ev.flags.get("withheld") else msg("next_submit"))
+    none_ran = all(ev.results.get(c["id"], {}).get("status") == "skip" for c in LESSON["cases"])
+    lines.append(msg("next_fix") if failed else msg("next_none_ran") if none_ran
+                 else msg("next_withheld") if ev.flags.get("withheld") else msg("next_submit"))
     return lines, "fail" if failed else "pass"
 
 
