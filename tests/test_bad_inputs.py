@@ -34,6 +34,13 @@ def replace(rel, old, new):
     return apply
 
 
+def both(first, second):
+    def apply(root: Path):
+        first(root)
+        second(root)
+    return apply
+
+
 def write(rel, data: bytes):
     def apply(root: Path):
         (root / rel).write_bytes(data)
@@ -136,6 +143,32 @@ CORPUS = [
     ("grade_page_template", replace("templates/grade/page.html.j2", "{% endautoescape %}", "{% endautoescape"),
      f"templates/grade/page.html.j2:{PAGE_END}:", True),
     ("checker_message_missing", replace(LOC_EN, '  raised: "raised {text}"\n', ""), "checker.raised: missing in en", False),
+    # issue 43's keys: dtypes, integer draws and values, outputs, in-place inputs, calls
+    ("dim_bound_on_float", replace(SPEC, "draw: {low: 0.125, high: 8.125, alternate_signs: true}",
+                                   "draw: {low: 0, high: N}"), "a dimension name as a bound draws integers", True),
+    ("fractional_int_bound", replace(SPEC, "shape: [N]\n      draw: {low: 0.125, high: 8.125, alternate_signs: true}",
+                                     "shape: [N]\n      dtype: int64\n      draw: {low: 0.5, high: N}"),
+     "is not a whole number", True),
+    ("int_value_not_integer", replace(SPEC, "    - name: x\n", "    - name: x\n      dtype: int32\n"),
+     "is not an integer of int32", True),
+    ("int8_value_out_of_range", both(replace(SPEC, '"-2.0", "0.0"', '"300", "0"'),
+                                     replace(SPEC, "    - name: x\n", "    - name: x\n      dtype: int8\n")),
+     "300 is outside int8's range", True),
+    ("inplace_not_an_input", replace(SPEC, "  reasons: [nan_dropped", "  inplace: [y]\n  reasons: [nan_dropped"),
+     "'y' is not a tensor input", True),
+    ("inplace_not_an_output", replace(SPEC, "  reasons: [nan_dropped", "  inplace: [x]\n  reasons: [nan_dropped"),
+     "an in-place input is judged as an output", True),
+    ("property_without_check", replace(SPEC, "  reasons: [nan_dropped",
+                                       "  outputs: [{name: out, check: property}]\n  reasons: [nan_dropped"),
+     "needs reference.py to define check(inputs, got)", True),
+    ("tolerance_on_int_output", replace(SPEC, "  reasons: [nan_dropped",
+                                        "  outputs: [{name: out, dtype: int8, compare: {float32: {rtol: 0.1}}}]\n"
+                                        "  reasons: [nan_dropped"), "compares exactly", True),
+    ("call_on_a_tensor", replace(SPEC, "{id: block_1, group: normal, dims: {N: 256}}",
+                                 "{id: block_1, group: normal, dims: {N: 256}, calls: [{x: '1.0'}]}"),
+     "'x' is not a scalar input", True),
+    ("source_lacks_a_message", replace("content/locales/zh-CN.yaml", "  in_call:", "  in_call_old:"),
+     "lacks messages check.py shows: in_call", True),
     ("answer_translation_missing", lambda root: empty_unit(root, EN, ("questions", "q3", "answer")),
      "questions.q3.answer: missing in en: a release never falls back", True),
 ]
