@@ -41,6 +41,44 @@ def test_inputs_follow_shapes_dims_and_draws(rt):
     assert torch.equal(again[0][2], x)   # the same case draws the same values every time
 
 
+def test_integer_inputs_draw_in_their_range_and_keep_exact_extremes(rt):
+    rt.LESSON["inputs"] = [{"name": "x", "shape": ["M", "V"]},
+                           {"name": "t", "shape": ["M"], "dtype": "int64", "draw": {"low": 0, "high": "V"}},
+                           {"name": "flags", "shape": ["M"], "dtype": "bool"},
+                           {"name": "seed", "scalar": "7", "dtype": "int64"}]
+    (_, _, x), (_, _, t), (_, _, flags), (_, seed, _) = rt.make_inputs(torch, case(dims={"M": 500, "V": 3},
+                                                                                   dtype="float16"), "cpu")
+    assert x.dtype == torch.float16 and t.dtype == torch.int64 and flags.dtype == torch.bool   # a case's dtype: floats only
+    assert set(t.tolist()) == {0, 1, 2} and set(flags.tolist()) == {False, True}
+    assert seed == 7 and isinstance(seed, int)
+    planted = rt.make_inputs(torch, case(dims={"M": 4, "V": 3}, values={"t": ["max", "min", "-100", "0"]}), "cpu")[1][2]
+    assert planted.tolist() == [2 ** 63 - 1, -2 ** 63, -100, 0]   # exact, not through a float
+    calls = rt.call_inputs(torch, case(dims={"M": 2, "V": 3}, calls=[{"seed": "8"}]),
+                           rt.make_inputs(torch, case(dims={"M": 2, "V": 3}), "cpu"))
+    assert [c[3][1] for c in calls] == [7, 8] and calls[1][1][2] is calls[0][1][2]   # the same tensors
+
+
+def test_float8_cases_are_skipped_in_the_interpreter_with_their_reason(rt):
+    rt.LESSON["inputs"] = [{"name": "x", "shape": ["N"]}]
+    rt.LESSON["outputs"] = [{"name": "q", "dtype": "float8_e4m3fn"}]
+    assert rt.skip_reason(case(dims={"N": 4}), use_gpu=False) == "fp8_interpreter"
+    assert rt.skip_reason(case(dims={"N": 4}), use_gpu=True) is None
+    assert rt.poison_value(torch, {"name": "q"}, torch.float8_e4m3fn) == -448.0   # -1024 does not fit: its most negative
+    assert rt.poison_value(torch, {"name": "q", "poison": -384.0}, torch.float8_e4m3fn) == -384.0
+    assert rt.poison_value(torch, {"name": "i"}, torch.int8) == -128 and rt.poison_value(torch, {"name": "i"}, torch.int16) == -1024
+
+
+def test_several_outputs_are_judged_each_and_the_first_failure_is_named(rt):
+    rt.LESSON["outputs"] = [{"name": "loss", "check": "values"}, {"name": "lse", "check": "values"}]
+    right = {"status": "pass", "n": 4}
+    wrong = {"status": "fail", "reason": "wrong_value", "position": [1]}
+    assert rt.combine(case(), [right, right], [(0, "loss"), (0, "lse")]) == {"status": "pass", "n": 8}
+    assert rt.combine(case(), [right, wrong], [(0, "loss"), (0, "lse")])["output"] == "lse"
+    named = rt.combine(case(calls=[{"alpha": "3.0"}]), [right, right, wrong, right],
+                       [(0, "loss"), (0, "lse"), (1, "loss"), (1, "lse")])
+    assert (named["output"], named["call"], named["call_values"]) == ("loss", 1, {"alpha": "3.0"})
+
+
 def test_layouts_give_views_with_real_strides(rt):
     logical = rt.make_inputs(torch, case(dims={"M": 4, "N": 6}), "cpu")[0][2]
     transposed = rt.make_inputs(torch, case(dims={"M": 4, "N": 6}, layout={"x": "transposed"}), "cpu")[0][2]
