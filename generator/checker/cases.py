@@ -4,7 +4,7 @@ lesson's reference: computed by the trusted process, in which no submission was 
 drew other numbers only gets its own output compared with the right reference.)"""
 import zlib
 
-from .common import INTEGER_DTYPES, LESSON, outputs
+from .common import INTEGER_DTYPES, LESSON, inplace, outputs
 
 INTEGER_DEFAULTS = {"uint8": (0, 8), "bool": (0, 2)}   # other integers: the floats' (-8, 8)
 
@@ -178,3 +178,15 @@ def skip_reason(case, use_gpu):
     if uses_float8(case) and not use_gpu:
         return "fp8_interpreter"
     return None
+
+
+def returned(index):
+    """Whether output index comes from the entry's return value (not an in-place input)."""
+    return outputs()[index]["name"] not in inplace()
+
+
+def input_fill(torch, dtype):
+    """What an input's guard bands hold: NaN, or the largest value of an integer dtype."""
+    if dtype == torch.bool:
+        return True
+    return float("nan") if dtype.is_floating_point else torch.iinfo(dtype).max

@@ -16,9 +16,10 @@ import signal
 import socket
 import time
 
-from .common import GUARD, LESSON, inplace, outputs
+from .common import GUARD, inplace, outputs
+from .cases import input_fill, returned
 from .protocol import DTYPES, ProtocolError, filled, scalar_value
-from .verdict import combine, judge_output, poison_value, property_failure
+from .verdict import case_result, judge_output, poison_value, split_outputs
 
 ALIGN = 4096
 MFD_CLOEXEC, MFD_ALLOW_SEALING = 1, 2
@@ -142,11 +143,6 @@ class SharedCase:
         self.region.close()
 
 
-def returned(index):
-    """Whether output index comes from the entry's return value (not an in-place input)."""
-    return outputs()[index]["name"] not in inplace()
-
-
 def lay_out(made, expected_calls, offset=0):
     """Where each tensor input (its storage, guard bands before and after) and each returned
     output's area lie in the region, in bytes from its start, the first from offset on:
@@ -200,13 +196,6 @@ def image(torch, made, expected_calls, layout, device, whole=None):
             poisoned = filled(torch, tensor.numel() + 2 * GUARD, poison, tensor.dtype, device)
             _put(whole, area["offset"] - GUARD * tensor.element_size(), poisoned)
     return whole
-
-
-def input_fill(torch, dtype):
-    """What an input's guard bands hold: NaN, or the largest value of an integer dtype."""
-    if dtype == torch.bool:
-        return True
-    return float("nan") if dtype.is_floating_point else torch.iinfo(dtype).max
 
 
 def _put(whole, start, tensor):
@@ -270,51 +259,6 @@ def read_back(torch, prepared, layout, sent, region, report, payload):
             if got is not None:
                 got_by_call[-1][spec["name"]] = got
     return case_result(torch, prepared, results, names, got_by_call), inputs_modified
-
-
-def case_result(torch, prepared, results, names, got_by_call):
-    """The case's result from its outputs', then the lesson's property check on what was read."""
-    result = combine(prepared.case, results, names)
-    if result["status"] == "pass":
-        result = property_failure(torch, prepared.made, got_by_call) or result
-    return result
-
-
-def judge_reported(torch, prepared, report, payload):
-    """The case's result from the worker's own report of its outputs (no region was shared): its
-    word alone, which the trusted side's other evidence can only make worse."""
-    entries, pieces = split_outputs(report, payload, len(prepared.expected))
-    results, names, got_by_call = [], [], []
-    for call, expected_outputs in enumerate(prepared.expected):
-        got_by_call.append({})
-        for index, expected in enumerate(expected_outputs):
-            spec = outputs()[index]
-            band = input_fill(torch, expected.dtype) if not returned(index) else None
-            result, got = judge_output(torch, prepared.case, prepared.made, expected, prepared.scale[call][index],
-                                       entries[call][index], pieces[call][index], spec, band)
-            results.append(result)
-            names.append((call, spec["name"]))
-            if got is not None:
-                got_by_call[-1][spec["name"]] = got
-    return case_result(torch, prepared, results, names, got_by_call)
-
-
-def split_outputs(report, payload, calls):
-    """The worker's entries, one per call and output ([[entry]]), and the bytes each sent."""
-    entries = report.get("outputs")
-    count = len(outputs())
-    if not isinstance(entries, list) or len(entries) != calls * count:
-        raise ProtocolError(f"a case report with {len(entries) if isinstance(entries, list) else 'no'} outputs "
-                            f"for {calls} calls of {count}")
-    pieces, at = [], 0
-    for entry in entries:
-        size = entry.get("nbytes", 0) if isinstance(entry, dict) else 0
-        pieces.append(payload[at:at + size])
-        at += size
-    if at != len(payload):
-        raise ProtocolError(f"{len(payload)} bytes for outputs that describe {at}")
-    return ([entries[c * count:(c + 1) * count] for c in range(calls)],
-            [pieces[c * count:(c + 1) * count] for c in range(calls)])
 
 
 def _read_returned(torch, prepared, seen, sent, area, spec, expected, scale, entry, data, layout):

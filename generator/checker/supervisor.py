@@ -21,8 +21,8 @@ from .protocol import Channel, ProtocolError, check_frame, checksum, tensor_byte
 from .sandbox import (SCRATCH_ROOT, add_launchers, nobody_reaches_the_gpu, sandbox_command, sandbox_staging,
                       stage_launcher_seed)
 from .static import kernels_defined, source_encoding, syntax_error
-from .memory import judge_reported, offer_descriptors, share_case
-from .verdict import in_interpreter
+from .memory import offer_descriptors, share_case
+from .verdict import in_interpreter, judge_reported
 from .zygote import fork_zygote
 
 START_MARGIN_S = 120     # a worker's start: importing torch (a spawned one), CUDA, the first compile

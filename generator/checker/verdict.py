@@ -4,7 +4,7 @@ import ast
 import inspect
 
 from .common import LESSON, outputs
-from .cases import reference_namespace
+from .cases import input_fill, reference_namespace, returned
 from .protocol import DTYPES, ProtocolError, filled, read_tensor
 
 MAX_NAME = 80   # a worker's free text (a type's name, an error) is cut to a length
@@ -64,6 +64,51 @@ def judge_output(torch, case, made, expected, scale, report, payload, spec=None,
                        else "×".join(map(str, seen[name].shape))
                        for (name, value), integral in zip(inputs.items(), _integral(made))},
             "expected": fmt(want[first]), "got": fmt(got[first]), "count": count, "n": got.numel()}, None
+
+
+def case_result(torch, prepared, results, names, got_by_call):
+    """The case's result from its outputs', then the lesson's property check on what was read."""
+    result = combine(prepared.case, results, names)
+    if result["status"] == "pass":
+        result = property_failure(torch, prepared.made, got_by_call) or result
+    return result
+
+
+def judge_reported(torch, prepared, report, payload):
+    """The case's result from the worker's own report of its outputs (no region was shared): its
+    word alone, which the trusted side's other evidence can only make worse."""
+    entries, pieces = split_outputs(report, payload, len(prepared.expected))
+    results, names, got_by_call = [], [], []
+    for call, expected_outputs in enumerate(prepared.expected):
+        got_by_call.append({})
+        for index, expected in enumerate(expected_outputs):
+            spec = outputs()[index]
+            band = input_fill(torch, expected.dtype) if not returned(index) else None
+            result, got = judge_output(torch, prepared.case, prepared.made, expected, prepared.scale[call][index],
+                                       entries[call][index], pieces[call][index], spec, band)
+            results.append(result)
+            names.append((call, spec["name"]))
+            if got is not None:
+                got_by_call[-1][spec["name"]] = got
+    return case_result(torch, prepared, results, names, got_by_call)
+
+
+def split_outputs(report, payload, calls):
+    """The worker's entries, one per call and output ([[entry]]), and the bytes each sent."""
+    entries = report.get("outputs")
+    count = len(outputs())
+    if not isinstance(entries, list) or len(entries) != calls * count:
+        raise ProtocolError(f"a case report with {len(entries) if isinstance(entries, list) else 'no'} outputs "
+                            f"for {calls} calls of {count}")
+    pieces, at = [], 0
+    for entry in entries:
+        size = entry.get("nbytes", 0) if isinstance(entry, dict) else 0
+        pieces.append(payload[at:at + size])
+        at += size
+    if at != len(payload):
+        raise ProtocolError(f"{len(payload)} bytes for outputs that describe {at}")
+    return ([entries[c * count:(c + 1) * count] for c in range(calls)],
+            [pieces[c * count:(c + 1) * count] for c in range(calls)])
 
 
 def poison_value(torch, spec, dtype):
