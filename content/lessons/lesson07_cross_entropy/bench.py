@@ -24,6 +24,8 @@ from check import bench_main, row, time_ms  # noqa: E402
 VOCABS = (32000, 50257, 128256)
 DTYPES = (("f32", torch.float32), ("bf16", torch.bfloat16))
 ROWS = 4096
+# the case check.py --bench times the kernel on from its own process (read from this text, never run)
+TRUSTED_CASE = {"id": "trusted_bench", "dims": {"M": 4096, "V": 50257}, "gpu_only": True}
 
 
 def eager(logits, target):
