@@ -4,8 +4,10 @@ One table per vocabulary size (32000, 50257 and 128256 classes) and dtype (float
 4096 rows: cross_entropy.py as it chooses (chunks of 8192 columns, 16 warps), against PyTorch's
 F.cross_entropy(reduction="none") (the loss only), an eager logsumexp and gather (both outputs),
 torch.compile of that eager function, and a device copy of the same bytes; then the kernel at
-other chunk sizes (MAX_BLOCK), so that the choice can be seen. Checked here: every row of the
-kernel's table equals the reference on a sample of rows (see `checks` in measure()).
+other chunk sizes (MAX_BLOCK), so that the choice can be seen. Checked here: the kernel (its own
+choice and a shorter chunk) equals the reference on 64 rows of every table, and the claim the
+text makes (faster than F.cross_entropy on 50257 and 128256 float32 classes) holds (see `checks`
+in measure()).
 
 Times are medians of triton.testing.do_bench after warm-up; the first call (JIT, and
 torch.compile's compilation) is never timed. GB/s counts the bytes a cross-entropy must move: the
@@ -93,6 +95,9 @@ def measure(kernel, n, smoke):
             values[f"{key}_best_vs_copy"] = f"{best['vs_copy']:.2f}"
             name = str(dtype).replace("torch.", "")
             checks[f"cross_entropy.py equals F.cross_entropy and logsumexp, V = {vocab}, {name}"] = bool(same)
+            # the claim the text makes: faster than F.cross_entropy, which writes a whole log_softmax
+            if not smoke and dtype == torch.float32 and vocab in (50257, 128256):
+                checks[f"cross_entropy.py beats F.cross_entropy, V = {vocab}, float32"] = mine["ms"] < torch_ce["ms"]
     values["device"] = "CPU (Triton interpreter, smoke run)" if smoke else torch.cuda.get_device_name(0)
     return {"tables": tables, "values": values, "checks": checks}
 
