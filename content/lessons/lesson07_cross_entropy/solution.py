@@ -7,7 +7,7 @@ import triton.language as tl
 @triton.jit
 def cross_entropy_kernel(logits, target, loss, lse, V, stride_m, stride_v, ignore_index, BLOCK: tl.constexpr):
     # @text:row
-    row = tl.program_id(0)
+    row = tl.program_id(0).to(tl.int64)
     cols = tl.arange(0, BLOCK)
     row_ptr = logits + row * stride_m
     # @text:state
