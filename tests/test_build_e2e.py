@@ -11,7 +11,7 @@ from tests.conftest import copy_content, options_for, run_check
 
 pytestmark = pytest.mark.slow
 LESSONS = ("lesson02_vector_add", "lesson03_relu", "lesson04_add_bias", "lesson05_softmax", "lesson06_matmul",
-           "triton_course")
+           "lesson07_cross_entropy", "triton_course")
 NAMES = {f"{lesson}-{loc}-{ed}.zip" for lesson in LESSONS for loc in ("zh-CN", "en") for ed in ("exercise", "answer")}
 NAMES |= {f"triton_course-{loc}-quarto.zip" for loc in ("zh-CN", "en")}   # the Quarto projects (instructors')
 

@@ -126,9 +126,11 @@ def test_third_language_end_to_end_without_code_changes(content_copy, capsys):
     # Translate (here: copy from English) what a release requires, and a few prose units.
     import ruamel.yaml
     yaml = ruamel.yaml.YAML(typ="rt")
+    yaml.width = 4096   # no re-wrapping: a line broken inside a double-quoted TeX command changes it
     lessons = [(EN, "content/lessons/lesson03_relu/text.fr.yaml", ["questions", "hints", "solution_note", "checker", "goal", "rubric"])]
     lessons += [(f"content/lessons/{l}/text.en.yaml", f"content/lessons/{l}/text.fr.yaml", None)   # wholly "translated"
-                for l in ("lesson02_vector_add", "lesson04_add_bias", "lesson05_softmax", "lesson06_matmul")]
+                for l in ("lesson02_vector_add", "lesson04_add_bias", "lesson05_softmax", "lesson06_matmul",
+                          "lesson07_cross_entropy")]
     for rel_en, rel_fr, keys in [("content/locales/en.yaml", "content/locales/fr.yaml", None), *lessons]:
         en, fr = yaml.load((root / rel_en).read_text()), yaml.load((root / rel_fr).read_text())
         for key in (keys or [k for k in en if k != "source_hashes"]):

@@ -28,7 +28,7 @@ def problems(root: Path) -> list[str]:
 def test_real_content_loads():
     content = load_content(Path(__file__).parent.parent / "content")
     assert [lesson.spec.id for lesson in content.published] == ["lesson02_vector_add", "lesson03_relu", "lesson04_add_bias",
-                                                             "lesson05_softmax", "lesson06_matmul"]
+                                                             "lesson05_softmax", "lesson06_matmul", "lesson07_cross_entropy"]
     assert set(content.published[0].texts) == {"zh-CN", "en"}
 
 

@@ -54,7 +54,8 @@ def test_export_of_every_file_passes_msgfmt_and_loads_in_polib(content_copy):
     out = content_copy / "po"
     written = export(content_copy / "content", "en", out)
     assert sorted(p.name for p in written) == ["course.po", "lesson02_vector_add.po", "lesson03_relu.po",
-                                               "lesson04_add_bias.po", "lesson05_softmax.po", "lesson06_matmul.po"]
+                                               "lesson04_add_bias.po", "lesson05_softmax.po", "lesson06_matmul.po",
+                                               "lesson07_cross_entropy.po"]
     msgfmt_check(written)
     po = polib.pofile(str(out / "lesson03_relu.po"))
     source = units(__import__("yaml").load((content_copy / ZH).read_text(encoding="utf-8"),

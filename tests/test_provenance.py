@@ -48,7 +48,8 @@ def lesson_codes(lesson_id: str) -> tuple[str, list[str], list[str]]:
             [mistake_code(ctx, m) for m in mistakes if m.fill is None])
 
 
-LESSONS = ("lesson02_vector_add", "lesson03_relu", "lesson04_add_bias", "lesson05_softmax", "lesson06_matmul")
+LESSONS = ("lesson02_vector_add", "lesson03_relu", "lesson04_add_bias", "lesson05_softmax", "lesson06_matmul",
+           "lesson07_cross_entropy")
 
 
 @pytest.mark.parametrize("lesson_id", LESSONS)

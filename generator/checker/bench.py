@@ -24,9 +24,9 @@ import time
 from pathlib import Path
 
 from .common import EXIT_FAIL, EXIT_PASS, EXIT_UNRUNNABLE, HERE, LESSON, msg, outputs
-from .cases import error_scale, expected_output, make_inputs, skip_reason
+from .cases import error_scale, expected_output, make_inputs, returned, skip_reason
 from .environment import prepare
-from .memory import Region, dense_strides, image, lay_out, returned
+from .memory import Region, bit_dtype, dense_strides, image, lay_out
 from .supervisor import Supervisor
 from .verdict import compare, tolerance_of
 from .worker import clock_functions, import_student
@@ -286,6 +286,7 @@ class TimedCalls:
                        for _, _, v in made]
         self.region = Region(torch, offset, device)
         self.expected, self.samples = [], []
+        self.poisoned = {}   # call -> {property output: its area as poisoned}: each element must be written
 
     def fill(self, round_number):
         torch = self.torch   # the sample's positions from the OS's randomness: no seed to predict them from
@@ -296,6 +297,8 @@ class TimedCalls:
             made = make_inputs(torch, case, self.device)
             expected = expected_output(torch, made)
             image(torch, made, [expected], layout, self.device, whole=self.region.tensor)
+            self.poisoned[i] = {index: self.area(i, index).clone() for index in range(len(expected))
+                                if outputs()[index].get("check") == "property"}
             scales = error_scale(torch, made)
             self.expected.append(list(zip(expected, scales)))
             samples = []
@@ -323,10 +326,13 @@ class TimedCalls:
         return self.region.tensor.view(dtype).as_strided(out["shape"], dense_strides(out["shape"]),
                                                           out["offset"] // item)
 
-    def _wrong(self, i, index, want, got, scale):
+    def _wrong(self, i, index, want, got, scale, picked=None):
         spec = outputs()[index]
-        if spec.get("check") == "property":
-            return False
+        if spec.get("check") == "property":   # its values are check()'s, but every element must be written
+            held = self.poisoned[i][index].reshape(-1)
+            held = held[picked] if picked is not None else held
+            bits = bit_dtype(self.torch, held.element_size())
+            return bool((got.reshape(-1).contiguous().view(bits) == held.contiguous().view(bits)).any())
         if not want.dtype.is_floating_point:
             return bool((got.long() != want.long()).any())
         return bool(compare(self.torch, want.double(), got.double(), self.case.get("dtype", "float32"), scale,
@@ -336,7 +342,7 @@ class TimedCalls:
         """Whether the sampled elements of every call's outputs are right now (read here)."""
         for i, samples in enumerate(self.samples):
             for index, (picked, want, scale) in enumerate(samples):
-                if self._wrong(i, index, want, self.area(i, index).reshape(-1)[picked], scale):
+                if self._wrong(i, index, want, self.area(i, index).reshape(-1)[picked], scale, picked):
                     return False
         return True
 

@@ -19,7 +19,7 @@ import time
 from .common import GUARD, inplace, outputs
 from .cases import input_fill, returned
 from .protocol import DTYPES, ProtocolError, filled, scalar_value
-from .verdict import case_result, judge_output, poison_value, split_outputs
+from .verdict import case_result, judge_output, poison_value, random_poison, split_outputs
 
 ALIGN = 4096
 MFD_CLOEXEC, MFD_ALLOW_SEALING = 1, 2
@@ -110,7 +110,7 @@ class SharedCase:
     """A case's region on the trusted side: laid out, written, sent; read back after the report."""
 
     def __init__(self, torch, prepared, device, descriptors):
-        self.layout = lay_out(prepared.made, prepared.expected)
+        self.layout = lay_out(prepared.made, prepared.expected, scatter=True)
         self.region = Region(torch, self.layout["nbytes"], device)
         try:
             self.sent = image(torch, prepared.made, prepared.expected, self.layout, self.region.tensor.device)
@@ -143,11 +143,12 @@ class SharedCase:
         self.region.close()
 
 
-def lay_out(made, expected_calls, offset=0):
+def lay_out(made, expected_calls, offset=0, scatter=False):
     """Where each tensor input (its storage, guard bands before and after) and each returned
     output's area lie in the region, in bytes from its start, the first from offset on:
     {"inputs": [spec or None per argument], "outputs": [[spec or None (in place) per output] per
-    call], "nbytes": where the last guard band ends}."""
+    call], "nbytes": where the last guard band ends}. scatter: the calls' areas in an order and at
+    gaps drawn here (os.urandom), so that code under check cannot tell a call by where its areas lie."""
     inputs = []
     for _, storage, view in made:
         if not hasattr(view, "shape"):
@@ -158,19 +159,30 @@ def lay_out(made, expected_calls, offset=0):
         inputs.append({"offset": start, "dtype": str(view.dtype).replace("torch.", ""), "count": storage.numel(),
                        "shape": list(view.shape), "stride": list(view.stride()), "view_offset": view.storage_offset()})
         offset = start + (storage.numel() + GUARD) * item
-    calls, outputs_start = [], _round(offset)
-    for expected in expected_calls:
+    calls, outputs_start = [None] * len(expected_calls), _round(offset)
+    for call in shuffled(len(expected_calls), scatter):
         areas = []
-        for index, tensor in enumerate(expected):
+        for index, tensor in enumerate(expected_calls[call]):
             if not returned(index):
                 areas.append(None)
                 continue
             item = tensor.element_size()
-            start = _round(offset) + GUARD * item
+            gap = (os.urandom(1)[0] % 16) * ALIGN if scatter else 0
+            start = _round(offset) + gap + GUARD * item
             areas.append({"offset": start, "dtype": str(tensor.dtype).replace("torch.", ""), "shape": list(tensor.shape)})
             offset = start + (tensor.numel() + GUARD) * item
-        calls.append(areas)
+        calls[call] = areas
     return {"inputs": inputs, "outputs": calls, "outputs_start": outputs_start, "nbytes": offset}
+
+
+def shuffled(count, scatter=True):
+    """range(count) shuffled on the OS's randomness (as it is where scatter is False)."""
+    order = list(range(count))
+    if scatter:
+        for i in range(count - 1, 0, -1):   # Fisher-Yates
+            j = int.from_bytes(os.urandom(4), "little") % (i + 1)
+            order[i], order[j] = order[j], order[i]
+    return order
 
 
 def image(torch, made, expected_calls, layout, device, whole=None):
@@ -182,20 +194,39 @@ def image(torch, made, expected_calls, layout, device, whole=None):
             whole.numpy().fill(0)
         else:
             whole.zero_()
-    for (_, storage, _), spec in zip(made, layout["inputs"]):
+    for (name, storage, _), spec in zip(made, layout["inputs"]):
         if spec is None:
             continue
-        banded = filled(torch, spec["count"] + 2 * GUARD, input_fill(torch, storage.dtype), storage.dtype, device)
+        banded = _bands(torch, spec["count"] + 2 * GUARD, storage.dtype, name in inplace(), device)
         banded[GUARD:GUARD + spec["count"]] = storage.reshape(-1).to(device)
         _put(whole, spec["offset"] - GUARD * storage.element_size(), banded)
     for expected, areas in zip(expected_calls, layout["outputs"]):
         for index, (tensor, area) in enumerate(zip(expected, areas)):
             if area is None:
                 continue
-            poison = poison_value(torch, outputs()[index], tensor.dtype)
-            poisoned = filled(torch, tensor.numel() + 2 * GUARD, poison, tensor.dtype, device)
+            count = tensor.numel() + 2 * GUARD
+            if random_poison(torch, outputs()[index], tensor.dtype):   # bytes no kernel can predict
+                raw = b"\xff" * count if tensor.dtype == torch.bool else os.urandom(count * tensor.element_size())
+                poisoned = torch.frombuffer(bytearray(raw), dtype=torch.uint8).to(device).view(tensor.dtype)
+            else:
+                poisoned = filled(torch, count, poison_value(torch, outputs()[index], tensor.dtype), tensor.dtype, device)
             _put(whole, area["offset"] - GUARD * tensor.element_size(), poisoned)
     return whole
+
+
+# Signalling NaNs with a payload, in an in-place input's guard bands: arithmetic on one gives
+# another NaN (quiet, without the payload: other bits), so an unmasked load, compute and store
+# past the input's end shows there; a canonical NaN would come back bit for bit.
+SIGNALLING = {"float32": ("int32", 0x7FA0DEAD), "float16": ("int16", 0x7D5A), "bfloat16": ("int16", 0x7FA5)}
+
+
+def _bands(torch, count, dtype, in_place, device):
+    """An input's storage-sized tensor of its guard bands' value (count elements)."""
+    name = str(dtype).replace("torch.", "")
+    if in_place and name in SIGNALLING:
+        bits, value = SIGNALLING[name]
+        return torch.full((count,), value, dtype=getattr(torch, bits), device=device).view(dtype)
+    return filled(torch, count, input_fill(torch, dtype), dtype, device)
 
 
 def _put(whole, start, tensor):
@@ -242,17 +273,22 @@ def read_back(torch, prepared, layout, sent, region, report, payload):
             inputs_modified |= _differs(seen, sent, checked, start)
             checked = start + (spec["count"] + 2 * GUARD) * item
     inputs_modified |= _differs(seen, sent, checked, layout["outputs_start"])
+    gap = _gap_write(seen, sent, layout, prepared.expected)
+    if gap is not None:
+        return gap, inputs_modified
     results, names, got_by_call = [], [], []
     for call, (expected_outputs, areas) in enumerate(zip(prepared.expected, layout["outputs"])):
         got_by_call.append({})
+        ats = [entry.get("at") if isinstance(entry, dict) else None for entry in entries[call]]
         for index, (expected, area) in enumerate(zip(expected_outputs, areas)):
             spec, scale = outputs()[index], prepared.scale[call][index]
             entry, data = entries[call][index], pieces[call][index]
             if area is None:
                 result, got = _read_inplace(torch, prepared, layout, seen, sent, spec, expected, scale)
             else:
+                claimed = {at for other, at in enumerate(ats) if other != index and at is not None}
                 (result, got), located_in_input = _read_returned(torch, prepared, seen, sent, area, spec, expected,
-                                                                 scale, entry, data, layout)
+                                                                 scale, entry, data, layout, claimed)
                 inputs_modified |= located_in_input
             results.append(result)
             names.append((call, spec["name"]))
@@ -261,33 +297,82 @@ def read_back(torch, prepared, layout, sent, region, report, payload):
     return case_result(torch, prepared, results, names, got_by_call), inputs_modified
 
 
-def _read_returned(torch, prepared, seen, sent, area, spec, expected, scale, entry, data, layout):
-    """((result, got), whether the output lies in an input's memory) for a returned output."""
+def _gap_write(seen, sent, layout, expected_calls):
+    """A result for a write between the output areas (in the gaps their alignment leaves, or after
+    the last), outside every area and its guard bands; None where there is none."""
+    spans = sorted((area["offset"] - GUARD * DTYPES[area["dtype"]],
+                    area["offset"] + (expected_calls[call][index].numel() + GUARD) * DTYPES[area["dtype"]],
+                    area, expected_calls[call][index])
+                   for call, areas in enumerate(layout["outputs"]) for index, area in enumerate(areas)
+                   if area is not None)
+    at = layout["outputs_start"]
+    for start, stop, area, tensor in spans + [(sent.numel(), sent.numel(), None, None)]:
+        if _differs(seen, sent, at, start):
+            before = [s for s in spans if s[1] <= start]
+            near, near_tensor = (before[-1][2], before[-1][3]) if before else (spans[0][2], spans[0][3])
+            changed = int((seen[at:start].cpu() != sent[at:start].cpu()).nonzero()[0]) + at
+            return {"status": "fail", "reason": "wrote_past_end", "n": near_tensor.numel(),
+                    "index": (changed - near["offset"]) // DTYPES[near["dtype"]]}
+        at = max(at, stop)
+    return None
+
+
+def _read_returned(torch, prepared, seen, sent, area, spec, expected, scale, entry, data, layout, claimed):
+    """((result, got), whether the output lies in an input's memory) for a returned output. claimed:
+    where the call's other returned outputs say they lie (an area one of them took is theirs)."""
     item = expected.element_size()
     out_start, band = area["offset"], GUARD * item
     size = expected.numel() * item
-    poison = poison_value(torch, spec, expected.dtype)
+    bits = bit_dtype(torch, item)
+    now = seen[out_start - band:out_start + size + band].cpu()
+    before = sent[out_start - band:out_start + size + band].cpu()
+    stray = (now.view(bits) != before.view(bits))
+    stray[GUARD:GUARD + expected.numel()] = False
+    if bool(stray.any()):   # a write into the area's guard bands, whatever tensor comes back
+        first = int(stray.nonzero()[0])
+        return ({"status": "fail", "reason": "wrote_past_end", "index": first - GUARD, "n": expected.numel()},
+                None), False
+    poison = _area_poison(torch, spec, expected, before[band:band + size])
     judge_here = lambda rep, pay: judge_output(torch, prepared.case, prepared.made, expected, scale, rep, pay,
                                                spec, poison)
-    piece = seen[out_start - band:out_start + size + band].cpu()
-    own = {"output": {"dtype": area["dtype"], "shape": area["shape"]},
-           "guard": {"elements": GUARD, "span": expected.numel()}}
-    own_payload = bytes(piece[band:band + size].numpy()) + bytes(piece[:band].numpy()) \
-        + bytes(piece[band + size:].numpy())
-    from_area = judge_here(own, own_payload)
-    written = _differs(seen, sent, out_start - band, out_start + size + band)
+    own = {"output": {"dtype": area["dtype"], "shape": area["shape"]}, "guard": None}
+    from_area = judge_here(own, bytes(now[band:band + size].numpy()))
+    written = bool((now[band:band + size] != before[band:band + size]).any())
     at = entry.get("at")
     in_input = False
     if at is not None:
-        output, data = entry["output"], _located(torch, seen, entry)
+        output = entry.get("output")
+        if not isinstance(output, dict) or not isinstance(entry.get("stride"), list):
+            raise ProtocolError(f"an output at {at!r} described as {output!r}")
+        if output.get("shape") != list(expected.shape):   # judged from the description: nothing of a size it chose is read
+            return ({"status": "fail", "reason": "wrong_shape", "expected": list(expected.shape),
+                     "got": [d if isinstance(d, int) else "?" for d in output.get("shape") or []][:8]}, None), False
+        if output.get("dtype") != area["dtype"]:
+            return ({"status": "fail", "reason": "wrong_dtype", "expected": str(expected.dtype),
+                     "got": str(output.get("dtype"))[:40]}, None), False
+        data = _located(torch, seen, entry)
         in_input = at < layout["outputs_start"]   # it lies in an input's memory
-        if at == out_start and output == own["output"]:   # its own area, in whatever strides
-            return judge_here(own, data + own_payload[size:]), in_input
+        if at == out_start:   # its own area, in whatever strides
+            return judge_here(own, data), in_input
         entry = {"output": output, "guard": None}
     found = judge_here(entry, data)
-    if written and from_area[0]["status"] != "pass":
+    if written and from_area[0]["status"] != "pass" and out_start not in claimed:
         return from_area, in_input
     return found, in_input
+
+
+def bit_dtype(torch, item):
+    """The integer dtype of an element's size: elements compared bit for bit."""
+    return {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}[item]
+
+
+def _area_poison(torch, spec, expected, sent_area):
+    """What the output area held before the call, to tell unwritten elements by: the poison value,
+    or (integers, bool, float8 without a poison of their own) the random bytes this side wrote."""
+    if not random_poison(torch, spec, expected.dtype):
+        return poison_value(torch, spec, expected.dtype)
+    held = sent_area.view(torch.uint8 if expected.dtype == torch.bool else expected.dtype)
+    return held.reshape(expected.shape).double() if expected.numel() else held.double()
 
 
 def _read_inplace(torch, prepared, layout, seen, sent, spec, expected, scale):
@@ -298,7 +383,7 @@ def _read_inplace(torch, prepared, layout, seen, sent, spec, expected, scale):
     dtype = getattr(torch, where["dtype"])
     item = DTYPES[where["dtype"]]
     start, count = where["offset"], where["count"]
-    bits = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}[item]   # compared bit for bit
+    bits = bit_dtype(torch, item)
     span = slice(start - GUARD * item, start + (count + GUARD) * item)
     now, before = seen[span].cpu().view(bits), sent[span].cpu().view(bits)
     untouched = torch.ones(count + 2 * GUARD, dtype=torch.bool)   # the bands and the storage outside the view
@@ -337,7 +422,7 @@ def _located(torch, seen, report):
     for d in shape:
         numel *= d
     reach = (1 + sum((d - 1) * s for d, s in zip(shape, stride))) * item if numel else 0
-    if at < 0 or at % item or at + reach > seen.numel() or any(s < 0 for s in stride):
+    if at < 0 or at % item or at + reach > seen.numel() or any(s < 0 for s in stride) or numel * item > seen.numel():
         raise ProtocolError(f"an output at {at} of {reach} bytes in a region of {seen.numel()}")
     if not numel:
         return b""

@@ -162,7 +162,8 @@ OUTPUT_ENTRY = {"output": lambda v: v is None or _output(v), "got_type": lambda 
 
 def _outputs(v):
     return isinstance(v, list) and len(v) <= 256 and all(
-        isinstance(e, dict) and all(k in OUTPUT_ENTRY and OUTPUT_ENTRY[k](x) for k, x in e.items()) for e in v)
+        isinstance(e, dict) and all(k in OUTPUT_ENTRY and OUTPUT_ENTRY[k](x) for k, x in e.items())
+        and ("at" not in e or (isinstance(e.get("output"), dict) and "stride" in e)) for e in v)
 REQUIRED = {"hello": ("hello",), "loaded": ("loaded_s",), "load_error": ("load_error",), "case": ("case", "status")}
 
 

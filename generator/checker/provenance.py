@@ -183,7 +183,15 @@ def reference_operations(reference_source):
             found |= {OPERATORS[type(node.op)]} | ALIASES["matmul"]
         elif isinstance(node, ast.BinOp) and type(node.op) in OPERATOR_FUNCTIONS:
             found |= ALIASES[OPERATOR_FUNCTIONS[type(node.op)]]
-    return found - {"double", "float", "half", "to", "contiguous", "clone"}   # conversions compute nothing
+    return found - NOT_COMPUTING
+
+
+# Calls of a reference that compute nothing of the lesson's: conversions, copies, allocations and
+# shape changes (a host that calls torch.empty_like or reshapes is not computing the answer).
+NOT_COMPUTING = {"double", "float", "half", "to", "contiguous", "clone", "empty", "empty_like", "zeros", "zeros_like",
+                 "ones", "ones_like", "full", "full_like", "new_empty", "new_zeros", "new_full", "view", "reshape",
+                 "unsqueeze", "squeeze", "expand", "long", "int", "bool", "size", "dim", "numel", "stride", "item",
+                 "tensor", "long", "tolist", "float64", "type"}
 
 
 def _declared_equivalents(tree):

@@ -21,7 +21,7 @@ from .protocol import Channel, ProtocolError, check_frame, checksum, tensor_byte
 from .sandbox import (SCRATCH_ROOT, add_launchers, nobody_reaches_the_gpu, sandbox_command, sandbox_staging,
                       stage_launcher_seed)
 from .static import kernels_defined, source_encoding, syntax_error
-from .memory import offer_descriptors, share_case
+from .memory import offer_descriptors, share_case, shuffled
 from .verdict import in_interpreter, judge_reported
 from .zygote import fork_zygote
 
@@ -516,7 +516,8 @@ class Supervisor:
     def _run_case(self, worker, case_id, shared):
         prepared = self.prepared[case_id]
         started = time.monotonic()
-        request = {"run": prepared.case, "inputs": prepared.inputs, "draw": prepared.draw}
+        request = {"run": prepared.case, "inputs": prepared.inputs, "draw": prepared.draw,
+                   "order": shuffled(len(prepared.expected))}
         if shared is not None:   # the bytes too: a worker that cannot map the region takes them
             request["region"] = shared.spec
         sent = worker.send(request, prepared.payload, max_reply=prepared.max_reply)
@@ -553,7 +554,8 @@ class Supervisor:
                     self.seen["inputs_modified"].append(case_id)
             if not self.factory.setup["use_gpu"]:
                 result = in_interpreter(result, self.target.text)
-        except (ProtocolError, ValueError, TypeError, RuntimeError, OverflowError) as exc:   # data no output has
+        except (ProtocolError, ValueError, TypeError, RuntimeError, OverflowError, KeyError, IndexError,
+                AttributeError) as exc:   # data no output has
             self.seen["protocol"].append(str(exc)[:300])
             self.results[case_id] = {"status": "crash", "code": "protocol", "stderr": str(exc)[:300]}
             return False

@@ -44,6 +44,8 @@ def judge_output(torch, case, made, expected, scale, report, payload, spec=None,
     if spec.get("check") == "property":   # its values are judged by the lesson's check()
         return {"status": "pass", "n": got.numel()}, got
     got = got.to(expected.device)
+    if expected.dtype == torch.bool:   # its bytes: 0xFF (unwritten) is neither False nor True
+        got, expected = got.view(torch.uint8), expected.to(torch.uint8)
     if not expected.dtype.is_floating_point:
         bad = got.long() != expected.long()   # integers: exact, in their own range
         got, want = got.double(), expected.double()
@@ -124,6 +126,15 @@ def poison_value(torch, spec, dtype):
         return int(poison) if poison == int(poison) and info.min <= poison <= info.max else info.min
     held = float(torch.tensor(poison, dtype=torch.float64).to(dtype).double())
     return held if held == poison else -float(torch.finfo(dtype).max)
+
+
+def random_poison(torch, spec, dtype):
+    """Whether an output's area is poisoned with random bytes instead of one value: an integer, bool
+    or float8 output that declares no poison of its own (every value of such a dtype may be a right
+    result; bool: bytes 0xFF, neither False nor True)."""
+    if spec.get("poison") is not None and dtype != torch.bool:
+        return False
+    return dtype == torch.bool or not dtype.is_floating_point or dtype.itemsize == 1
 
 
 def worker_poison(torch, dtype):
@@ -278,6 +289,8 @@ def classify(torch, inputs, expected, got, bad, views=None, output=None, poison=
     if reason is not None:
         return reason
     poison = float(LESSON["poison"]) if poison is None else poison
+    if hasattr(poison, "shape"):   # random bytes per element: compared where they lie
+        poison = poison.reshape(got.shape).to(got.device)
     if bool(((got == poison) & (expected != poison) & bad).any()):
         return "unwritten"
     if read_past_end(torch, inputs, expected, got, bad):
