@@ -44,7 +44,9 @@ def report_markdown(data: dict) -> str:
                   f"- answer cases: {sum(c['status'] == 'pass' for c in rec['cases'])} passed, "
                   f"{sum(c['status'] == 'skip' for c in rec['cases'])} skipped, "
                   f"{sum(c['status'] not in ('pass', 'skip') for c in rec['cases'])} failed",
-                  f"- mistakes caught: {rec['mistakes_caught']}/{rec['mistakes_declared']}",
+                  f"- mistakes caught: {rec['mistakes_caught']}/{rec['mistakes_declared']}"
+                  + (f" ({rec['mistakes_unproven']} not provable on this runner: every case they fail is skipped)"
+                     if rec.get("mistakes_unproven") else ""),
                   f"- verification time: {rec['seconds']} s", "",
                   "| step | result | seconds | detail |", "|---|---|---|---|"]
         for step in rec["steps"]:

@@ -45,7 +45,7 @@ def has_cuda() -> bool:
 # file, so it is short. Files not named keep their order, after these.
 FIRST = ("test_slurm.py", "test_html_browser.py", "test_i18n.py", "test_golden.py", "test_checker.py",
          "test_grade_e2e.py", "test_bad_inputs.py", "test_build_e2e.py", "test_atomic.py", "test_platforms.py",
-         "test_task_server.py", "test_bench.py", "test_otter_compare.py", "test_fuzz.py")
+         "test_task_server.py", "test_new_kinds.py", "test_bench.py", "test_otter_compare.py", "test_fuzz.py")
 
 
 def pytest_configure(config):

@@ -102,7 +102,11 @@ def results(pack: Path, lesson: str) -> tuple[dict, str]:
 def test_each_fixture_verifies_with_its_mistakes_caught(course, lesson):
     found = steps(course, lesson)
     assert all(ok for ok, _ in found.values()), {k: v for k, v in found.items() if not v[0]}
-    assert record(course, lesson)["mistakes_caught"] == record(course, lesson)["mistakes_declared"] >= 1
+    found = record(course, lesson)
+    # in the interpreter a float8 lesson's mistakes are not provable (each case they fail is skipped)
+    unproven = found["mistakes_declared"] if lesson == "lesson04_to_fp8" else 0
+    assert (found["mistakes_caught"], found["mistakes_unproven"]) == (found["mistakes_declared"] - unproven, unproven)
+    assert found["mistakes_declared"] >= 1
 
 
 def test_the_index_lesson_names_the_id_mistake(course, tmp_path):

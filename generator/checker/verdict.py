@@ -41,8 +41,9 @@ def judge_output(torch, case, made, expected, scale, report, payload, spec=None,
         stray = _stray_write(torch, guard, payload[size:], got.dtype, got.numel(), band)
         if stray is not None:
             return {"status": "fail", "reason": "wrote_past_end", "index": stray, "n": got.numel()}, None
-    if spec.get("check") == "property":   # its values are judged by the lesson's check()
-        return {"status": "pass", "n": got.numel()}, got
+    if spec.get("check") == "property":   # its values are judged by the lesson's check(), once all are written
+        return _written(torch, got, band), got
+    integral = not expected.dtype.is_floating_point
     got = got.to(expected.device)
     if expected.dtype == torch.bool:   # its bytes: 0xFF (unwritten) is neither False nor True
         got, expected = got.view(torch.uint8), expected.to(torch.uint8)
@@ -65,7 +66,23 @@ def judge_output(torch, case, made, expected, scale, report, payload, spec=None,
             "inputs": {name: _shown(value, first, integral) if value is not None
                        else "×".join(map(str, seen[name].shape))
                        for (name, value), integral in zip(inputs.items(), _integral(made))},
-            "expected": fmt(want[first]), "got": fmt(got[first]), "count": count, "n": got.numel()}, None
+            "expected": _shown(want, first, integral), "got": _shown(got, first, integral), "count": count,
+            "n": got.numel()}, None
+
+
+def _written(torch, got, poison):
+    """A property output's result before check(): a pass, or unwritten where an element still holds
+    what its area held before the call (the poison, or this side's random bytes)."""
+    if poison is None or not got.numel():
+        return {"status": "pass", "n": got.numel()}
+    held = poison.reshape(got.shape).to(got.device) if hasattr(poison, "shape") else poison
+    seen = got.view(torch.uint8) if got.dtype == torch.bool else got
+    left = seen.double() == held
+    if not bool(left.any()):
+        return {"status": "pass", "n": got.numel()}
+    first = tuple(int(i) for i in left.nonzero()[0])
+    return {"status": "fail", "reason": "unwritten", "property": True, "count": int(left.sum()),
+            "detail": f"{', '.join(map(str, first))}: {fmt(seen.double()[first])} ({int(left.sum())}/{got.numel()})"}
 
 
 def case_result(torch, prepared, results, names, got_by_call):
