@@ -25,8 +25,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from generator.build import BuildOptions, build  # noqa: E402
-from generator.runners import _close_servers  # noqa: E402
+from generator.pipeline.build import BuildOptions, build  # noqa: E402
+from generator.runners.local import _close_servers  # noqa: E402
 from generator.skeleton import init_course  # noqa: E402
 
 

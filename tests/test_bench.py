@@ -118,7 +118,7 @@ def test_rows_beyond_the_device_copy_or_cublas_are_refused():
 def bench_pack(tmp_path_factory) -> Path:
     """Lesson 3's exercise pack with five of its cases (as the adversarial corpus has), built without
     verification."""
-    from generator.build import build
+    from generator.pipeline.build import build
     root = tmp_path_factory.mktemp("bench")
     small_lesson_copy(root, ["seed", "tail_257", "random_f16", "empty", "special_f32"])
     build(options_for(root, verify=False, lessons=("lesson03_relu",), locales=("en",)), progress=lambda _: None)

@@ -5,7 +5,7 @@ import zipfile
 
 import pytest
 
-from generator.build import BuildOptions, build
+from generator.pipeline.build import BuildOptions, build
 from generator.cli import main
 from tests.conftest import copy_content, options_for, run_check
 

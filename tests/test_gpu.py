@@ -8,8 +8,8 @@ import sys
 
 import pytest
 
-from generator.build import build
-from generator.runners import Runner
+from generator.pipeline.build import build
+from generator.runners.local import Runner
 from tests.conftest import REPO, check_json, filled, options_for, unzip
 
 pytestmark = pytest.mark.cuda

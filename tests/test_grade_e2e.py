@@ -37,9 +37,9 @@ def course(tmp_path_factory):
 
 
 def notebook(content: Path, fill: str) -> str:
-    from generator.loader import load_content
-    from generator.render import LessonContext, jinja_env, render_pack
-    from generator.resources import TEMPLATES
+    from generator.content.loader import load_content
+    from generator.render.render import LessonContext, jinja_env, render_pack
+    from generator.files.resources import TEMPLATES
     course = load_content(content)
     ctx = LessonContext(course, course.lessons["lesson03_relu"], "en", "exercise")
     data = json.loads(render_pack(ctx, jinja_env(TEMPLATES)).files["lesson.ipynb"])

@@ -3,9 +3,9 @@
 
 import pytest
 
-from generator.build import BuildOptions, render_all
-from generator.leaks import LeakError
-from generator.loader import load_content
+from generator.pipeline.build import BuildOptions, render_all
+from generator.gate.leaks import LeakError
+from generator.content.loader import load_content
 from tests.conftest import REPO
 
 
@@ -43,7 +43,7 @@ def test_a_line_is_covered_as_by_taking_every_piece_away():
     """_covered stops once three characters or fewer are left: taking more pieces away could not
     change its answer."""
     import re
-    from generator.pairing import CELL_HEADER, _covered, loose
+    from generator.gate.pairing import CELL_HEADER, _covered, loose
 
     def every(line, pieces):
         if CELL_HEADER.match(line):

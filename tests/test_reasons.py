@@ -11,8 +11,8 @@ import os
 import pytest
 
 from generator.cli import main
-from generator.loader import load_content
-from generator.render import LessonContext, checker_source
+from generator.content.loader import load_content
+from generator.render.render import LessonContext, checker_source
 from tests.conftest import REPO, load_checker
 
 pytestmark = pytest.mark.slow

@@ -26,7 +26,7 @@ from pathlib import Path
 import pytest
 
 from generator.errors import ContentError
-from generator.slurm import SlurmError, SlurmRunner, SlurmSettings, Task, _expand_ids, _ranges, load_settings
+from generator.runners.slurm import SlurmError, SlurmRunner, SlurmSettings, Task, _expand_ids, _ranges, load_settings
 
 REPO = Path(__file__).resolve().parent.parent
 CLUSTER = Path(os.environ.get("COURSEPACK_SLURM_DIR") or Path(tempfile.gettempdir()) / "coursepack-slurm")
@@ -229,7 +229,7 @@ def test_interrupting_the_build_cancels_its_jobs(cluster, tmp_path, sig):
     script = f"""
         import signal, sys; from pathlib import Path
         signal.signal(signal.SIGINT, signal.default_int_handler)   # as in a terminal, also when pytest runs in the background
-        from generator.slurm import SlurmRunner, SlurmSettings, Task
+        from generator.runners.slurm import SlurmRunner, SlurmSettings, Task
         runner = SlurmRunner(SlurmSettings(gres="", python=sys.executable, poll_s=0.5), lambda l: print(l, flush=True))
         runner.run_tasks([Task("t", Path({str(tmp_path)!r}), ["{{python}}", "-c", "import time; time.sleep(120)"], 300)])
     """

@@ -23,7 +23,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from generator.cache import write_text_atomically
+from generator.files.cache import write_text_atomically
 from generator.grade.feedback import note_lines, reason_text, summary_lines
 from generator.grade.lesson import GradeLesson, Language
 from generator.grade.rows import CONTAINER, Row, sandbox_of

@@ -21,10 +21,10 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from generator.cache import write_text_atomically
+from generator.files.cache import write_text_atomically
 from generator.errors import CoursepackError
-from generator.model import LessonSpec, Mistake
-from generator.verify import expected_failures
+from generator.content.model import LessonSpec, Mistake
+from generator.gate.verify import expected_failures
 
 
 class GradeError(CoursepackError):
@@ -161,8 +161,8 @@ class GradeLesson:
 
 
 def load_lesson(content_dir: Path, lesson_id: str) -> GradeLesson:
-    from generator.loader import load_content
-    from generator.render import LessonContext, checker_source
+    from generator.content.loader import load_content
+    from generator.render.render import LessonContext, checker_source
     content = load_content(content_dir)
     lesson = content.lessons.get(lesson_id)
     if lesson is None:

@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from generator.archive import replace_dir
-from generator.cache import BuildCache, key, write_text_atomically
+from generator.files.archive import replace_dir
+from generator.files.cache import BuildCache, key, write_text_atomically
 from generator.checker.sandbox import launcher_entries, sandbox_problem
 from generator.errors import CoursepackError
 from generator.grade import gradescope as gs
@@ -39,10 +39,10 @@ from generator.grade.similarity import Settings
 from generator.grade.similarity_pages import earlier_terms, write_similarity
 from generator.grade.summary import CHART, score_chart, summary_markdown
 from generator.grade.tasks import START_S, ResultStore, Unit, collect_results, harvest, plan, unit_key
-from generator.render import check_templates, jinja_env
-from generator.resources import TEMPLATES
+from generator.render.render import check_templates, jinja_env
+from generator.files.resources import TEMPLATES
 from generator.review.record import after_grading
-from generator.runners import Task, default_jobs, make_runner
+from generator.runners.local import Task, default_jobs, make_runner
 
 SUBMISSIONS_PER_PROCESS = 4
 

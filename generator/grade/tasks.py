@@ -22,8 +22,8 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from generator.cache import Store, read_json
-from generator.runners import Task, TaskResult
+from generator.files.cache import Store, read_json
+from generator.runners.local import Task, TaskResult
 
 GRADE_JOB = Path(__file__).resolve().parent.parent / "checker" / "grade_job.py"
 START_S = 600            # a task's own start: torch, the sandboxed factory, the cases

@@ -14,8 +14,8 @@ import json
 import nbformat
 from nbformat import v4
 
-from generator import memo
-from generator.markdown import Cell
+from generator.files import memo
+from generator.content.markdown import Cell
 
 PART_KEY = "coursepack"   # cell metadata {"coursepack": {"part": ID}}: the answer place of rubric part ID
 

@@ -11,17 +11,17 @@ from pathlib import Path
 import jinja2
 
 from generator.checker.common import without_main_block as checker_lines_before_main
-from generator.archive import constant_part
+from generator.files.archive import constant_part
 from generator.checker.join import DATA_LINE, joined, with_data
-from generator.codegen import blank_index, render_code
+from generator.content.codegen import blank_index, render_code
 from generator.errors import ContentError, CoursepackError, Location, Problem
-from generator.html import pack_page
-from generator.loader import OPTIONAL_REASONS, CourseContent, Lesson
-from generator.markdown import Cell, check_markdown, parse_blocks, split_cells
-from generator.memo import per_build
-from generator.model import LessonText, Locale, Mistake
-from generator.notebook import build_notebook
-from generator.pack import Edition, Pack, manifest
+from generator.render.html import pack_page
+from generator.content.loader import OPTIONAL_REASONS, CourseContent, Lesson
+from generator.content.markdown import Cell, check_markdown, parse_blocks, split_cells
+from generator.files.memo import per_build
+from generator.content.model import LessonText, Locale, Mistake
+from generator.render.notebook import build_notebook
+from generator.files.pack import Edition, Pack, manifest
 
 MIN_TORCH, MIN_TRITON = "2.11", "3.6"
 

@@ -24,7 +24,7 @@ from ruamel.yaml.error import MarkedYAMLError, YAMLError
 from ruamel.yaml.events import AliasEvent
 from ruamel.yaml.nodes import Node
 
-from generator.cjkfold import rejoin
+from generator.files.cjkfold import rejoin
 from generator.errors import ProblemCollector
 
 try:   # libyaml through PyYAML: the same nodes as ruamel's pure-Python composer, ten times faster
@@ -93,7 +93,7 @@ def load_yaml(path: Path, problems: ProblemCollector, *, fold_markers: bool = Fa
               latin_folds: bool = False) -> YamlDoc | None:
     """The file's data and positions, or None after recording why it cannot be read.
 
-    A fold between two CJK characters joins them without a space (generator/cjkfold.py).
+    A fold between two CJK characters joins them without a space (generator/files/cjkfold.py).
     fold_markers=True reproduces the reading before issue 10.1 (ruamel's round-trip composer, with
     U+0007 at each fold of a folded scalar), latin_folds=True the reading before issue 39 (a space
     at every fold); only the stamp migration (translate.refold_stamps) uses them, to recognise

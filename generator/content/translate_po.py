@@ -24,13 +24,13 @@ from ruamel.yaml.scalarstring import (DoubleQuotedScalarString, FoldedScalarStri
                                       SingleQuotedScalarString)
 
 from generator.errors import CoursepackError, ProblemCollector
-from generator.i18n import (HASHES, PROTECTED, is_critical, load_snapshot, protected_problems, save_snapshot,
+from generator.content.i18n import (HASHES, PROTECTED, is_critical, load_snapshot, protected_problems, save_snapshot,
                             unit_hash, unit_keypath, units)
-from generator.loader import CourseContent, load_content
-from generator.markdown import unit_problems
-from generator.po import Entry, PoSyntaxError, dump, parse
-from generator.translate import _round_trip
-from generator.yamlio import CONTROL, load_yaml
+from generator.content.loader import CourseContent, load_content
+from generator.content.markdown import unit_problems
+from generator.content.po import Entry, PoSyntaxError, dump, parse
+from generator.content.translate import _round_trip
+from generator.files.yamlio import CONTROL, load_yaml
 
 COURSE = "course"   # the PO file of the course's UI strings (content/locales/)
 CJK = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uf900-\ufaff\uac00-\ud7af]")

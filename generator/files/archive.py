@@ -17,9 +17,9 @@ from functools import lru_cache
 from pathlib import Path
 from typing import BinaryIO, Iterable, Iterator
 
-from generator import memo
+from generator.files import memo
 from generator.errors import CoursepackError
-from generator.pack import Pack, file_digest
+from generator.files.pack import Pack, file_digest
 
 FIXED_TIME = (1980, 1, 1, 0, 0, 0)
 FILE_MODE = 0o644

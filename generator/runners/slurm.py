@@ -31,9 +31,9 @@ from typing import Callable, Optional
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from generator.runners import Task, TaskResult
+from generator.runners.local import Task, TaskResult
 from generator.errors import CoursepackError, ProblemCollector
-from generator.yamlio import dotted, load_yaml
+from generator.files.yamlio import dotted, load_yaml
 
 DONE = {"COMPLETED"}
 TERMINAL = {"COMPLETED", "FAILED", "TIMEOUT", "CANCELLED", "OUT_OF_MEMORY", "NODE_FAIL", "PREEMPTED",

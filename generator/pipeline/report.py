@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING
 
-from generator.quarto import holds_answers
+from generator.release.quarto import holds_answers
 
 if TYPE_CHECKING:
-    from generator.build import BuildOptions, BuildResult
+    from generator.pipeline.build import BuildOptions, BuildResult
 
 
 def report_data(options: "BuildOptions", result: "BuildResult") -> dict:

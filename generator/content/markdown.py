@@ -16,7 +16,7 @@ from functools import lru_cache
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
-from generator import memo
+from generator.files import memo
 
 CELL_ROLES = {"exercise": "exercise", "nb-setup": "setup", "nb-check": "check", "answer": "answer"}
 NOTEBOOK_ONLY = {"nb-setup", "nb-check"}

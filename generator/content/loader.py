@@ -11,12 +11,12 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from generator.codegen import CodeMarkerError, SolutionSource, parse_solution, without_markers
-from generator.i18n import HASHES, TranslationState, draft_banner, merge, protected_problems, unit_keypath, units
-from generator.markdown import unit_problems
+from generator.content.codegen import CodeMarkerError, SolutionSource, parse_solution, without_markers
+from generator.content.i18n import HASHES, TranslationState, draft_banner, merge, protected_problems, unit_keypath, units
+from generator.content.markdown import unit_problems
 from generator.errors import ProblemCollector
-from generator.model import Course, LessonSpec, LessonText, Locale
-from generator.yamlio import KeyPath, YamlDoc, dotted, load_yaml, read_text
+from generator.content.model import Course, LessonSpec, LessonText, Locale
+from generator.files.yamlio import KeyPath, YamlDoc, dotted, load_yaml, read_text
 
 # Reasons the generic checker gives for a failing case; every lesson text explains each one, plus
 # the lesson's own reasons (checks.reasons in lesson.yaml, returned by its reference.classify).

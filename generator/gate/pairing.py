@@ -8,10 +8,10 @@ import difflib
 import json
 import re
 
-from generator.codegen import BLANK, blank_index
-from generator.loader import Lesson
-from generator.model import Locale
-from generator.pack import Pack
+from generator.content.codegen import BLANK, blank_index
+from generator.content.loader import Lesson
+from generator.content.model import Locale
+from generator.files.pack import Pack
 
 WORDS = re.compile(r"\W+", re.UNICODE)
 CELL_HEADER = re.compile(r"^\[(markdown|code) ")

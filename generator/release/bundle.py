@@ -14,12 +14,12 @@ from typing import Iterator
 
 import jinja2
 
-from generator.archive import Entry, ZipWriter, checked_entries
-from generator.html import MERMAID_FILE, lesson_html, loads_shared_mermaid, mermaid_file, page_labels
-from generator.loader import CourseContent
-from generator.markdown import check_markdown
-from generator.pack import Edition, Pack, file_digest, manifest
-from generator.render import RenderError
+from generator.files.archive import Entry, ZipWriter, checked_entries
+from generator.render.html import MERMAID_FILE, lesson_html, loads_shared_mermaid, mermaid_file, page_labels
+from generator.content.loader import CourseContent
+from generator.content.markdown import check_markdown
+from generator.files.pack import Edition, Pack, file_digest, manifest
+from generator.render.render import RenderError
 
 
 def index_markdown(content: CourseContent, locale: str, edition: Edition, env: jinja2.Environment) -> str:

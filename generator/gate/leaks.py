@@ -19,14 +19,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable
 
-from generator import memo
+from generator.files import memo
 from generator.checker.join import joined
-from generator.codegen import render_code
+from generator.content.codegen import render_code
 from generator.errors import CoursepackError
-from generator.html import page_text, strip_vendored
-from generator.loader import Lesson
-from generator.memo import per_build
-from generator.pack import Pack, file_digest
+from generator.render.html import page_text, strip_vendored
+from generator.content.loader import Lesson
+from generator.files.memo import per_build
+from generator.files.pack import Pack, file_digest
 
 MIN_CHUNK = 12
 MANY_PRINTS = 2000

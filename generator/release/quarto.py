@@ -24,13 +24,13 @@ from typing import Iterator
 
 import jinja2
 
-from generator import memo
-from generator.archive import Entry, ZipWriter
-from generator.leaks import fingerprints, scan_files
-from generator.loader import CourseContent, Lesson
-from generator.markdown import check_markdown
-from generator.pack import Pack, file_digest, manifest
-from generator.render import (LessonContext, RenderError, _measured_section, _navigation, _readme_verification,
+from generator.files import memo
+from generator.files.archive import Entry, ZipWriter
+from generator.gate.leaks import fingerprints, scan_files
+from generator.content.loader import CourseContent, Lesson
+from generator.content.markdown import check_markdown
+from generator.files.pack import Pack, file_digest, manifest
+from generator.render.render import (LessonContext, RenderError, _measured_section, _navigation, _readme_verification,
                               fill_measured, located_template_error, without_main_block)
 
 EDITION = "quarto"              # the pack's edition word: triton_course-<locale>-quarto.zip

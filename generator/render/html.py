@@ -11,7 +11,7 @@ template `pack/lesson.html.j2`:
   MIT, its licence kept with it); see BENCHMARKS.md for why it is drawn there, not pre-rendered.
   A single-lesson pack's page inlines it; the pages of a course bundle share the bundle's one copy,
   `../mermaid.min.js` (`mermaid_src`), so that a bundle does not carry it once per lesson;
-- the answer edition's measured bench becomes SVG charts (generator/charts.py) after its table;
+- the answer edition's measured bench becomes SVG charts (generator/render/charts.py) after its table;
 - a Content-Security-Policy forbids every fetch: inline styles and scripts only, images as data:
   (CSP). A bundle's page may load scripts from its own origin as well (CSP_SHARED): opened from
   file://, Chromium lets 'self' match file: URLs (and no network address); Firefox does not apply
@@ -49,17 +49,17 @@ from pygments.formatters import HtmlFormatter
 from pygments.lexers import get_lexer_by_name
 from pygments.util import ClassNotFound
 
-from generator import charts as C
-from generator.archive import constant_part, find_part
+from generator.render import charts as C
+from generator.files.archive import constant_part, find_part
 from generator.errors import CoursepackError
-from generator.markdown import EXTERNAL, _slug, parse_by_section
-from generator.memo import per_build, per_lesson
+from generator.content.markdown import EXTERNAL, _slug, parse_by_section
+from generator.files.memo import per_build, per_lesson
 
 TEMPLATE = "pack/lesson.html.j2"
 CSP = "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data:"
 CSP_SHARED = "default-src 'none'; script-src 'self' 'unsafe-inline'; style-src 'unsafe-inline'; img-src data:"
 MERMAID_FILE = "mermaid.min.js"   # a course bundle's one copy, at its root (mermaid_file())
-VENDOR = Path(__file__).resolve().parent / "vendor" / "mermaid"
+VENDOR = Path(__file__).resolve().parent.parent / "vendor" / "mermaid"
 MERMAID_VERSION = "11.17.2"
 MERMAID_SHA256 = "581ed7d74bd9048d0e3a91363927d72ef22942d7722546b27f7cc29e35390eb8"
 ENGLISH_LABELS = {**C.ENGLISH_LABELS, "permalink": "Link to this section"}

@@ -10,14 +10,14 @@ from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
 
 from generator.errors import CoursepackError
-from generator.i18n import (HASHES, is_critical, load_snapshot, save_snapshot, unit_hash, unit_keypath, units,
+from generator.content.i18n import (HASHES, is_critical, load_snapshot, save_snapshot, unit_hash, unit_keypath, units,
                             word_diff)
-from generator.loader import CourseContent, load_content
-from generator.yamlio import load_yaml
+from generator.content.loader import CourseContent, load_content
+from generator.files.yamlio import load_yaml
 from generator.errors import ProblemCollector
 
 
-MARKERS = Path(__file__).resolve().parent / "skeleton" / "markers.yaml"
+MARKERS = Path(__file__).resolve().parent.parent / "skeleton" / "markers.yaml"
 
 
 def _round_trip() -> YAML:

@@ -30,14 +30,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable
 
-from generator.archive import write_tree
+from generator.files.archive import write_tree
 from generator.checker.join import joined
-from generator.cache import BuildCache, key
-from generator.model import LessonSpec, Mistake
-from generator.pack import Pack
-from generator.runners import Runner, Task, TaskResult
+from generator.files.cache import BuildCache, key
+from generator.content.model import LessonSpec, Mistake
+from generator.files.pack import Pack
+from generator.runners.local import Runner, Task, TaskResult
 
-VERIFY_JOB = Path(__file__).parent / "checker" / "verify_job.py"
+VERIFY_JOB = Path(__file__).parent.parent / "checker" / "verify_job.py"
 JOB_TIMEOUT_S = 3600
 Progress = Callable[[str], None]
 

@@ -3,7 +3,7 @@
 Nothing under build/dist changes unless every step succeeded. Each lesson x locale is rendered
 once per build (and once more for the course bundles, whose previous/next links lead to the other
 lessons' folders); its zips, bundle folders and Quarto folder are made from that rendering. What a
-build computes once and reuses lives in its memo (generator.memo), dropped when it returns.
+build computes once and reuses lives in its memo (generator.files.memo), dropped when it returns.
 
 - render and check: with verification, every lesson x locale is rendered, leak-scanned and checked
   for edition drift in turn (checked_all), each with a memo of its own; any problem stops the
@@ -33,25 +33,25 @@ from pathlib import Path
 from multiprocessing.reduction import ForkingPickler
 from typing import Any, Callable, Iterator
 
-from generator.archive import recover_dir, replace_dir, zip_pack
+from generator.files.archive import recover_dir, replace_dir, zip_pack
 from generator.errors import CoursepackError, VerificationError
-from generator.translate import draft_summary, release_gate
-from generator.leaks import LeakError, fingerprints, scan_bundle, scan_files, scan_pack_zip
-from generator.leaks import prepare as prepare_leak_scan
-from generator.loader import CourseContent, Lesson, load_content
-from generator.pack import EDITIONS, Edition, Pack
-from generator.pairing import edition_drift
-from generator.render import (LessonContext, check_templates, checker_data, finalize_pack, jinja_env, mistake_code,
+from generator.content.translate import draft_summary, release_gate
+from generator.gate.leaks import LeakError, fingerprints, scan_bundle, scan_files, scan_pack_zip
+from generator.gate.leaks import prepare as prepare_leak_scan
+from generator.content.loader import CourseContent, Lesson, load_content
+from generator.files.pack import EDITIONS, Edition, Pack
+from generator.gate.pairing import edition_drift
+from generator.render.render import (LessonContext, check_templates, checker_data, finalize_pack, jinja_env, mistake_code,
                               render_pack)
-from generator.report import report_data, write_reports
-from generator import verify as V
-from generator.bundle import CourseBundle, LessonFolder, lesson_folder
-from generator.html import mermaid_file
-from generator.memo import build_memo, lesson_memo
-from generator.quarto import QuartoLesson, QuartoWriter, project_leaks, quarto_lesson
-from generator.cache import BuildCache, read_json, write_json
-from generator.runners import default_jobs, make_runner
-from generator.resources import TEMPLATES   # built in; --templates overrides
+from generator.pipeline.report import report_data, write_reports
+from generator.gate import verify as V
+from generator.release.bundle import CourseBundle, LessonFolder, lesson_folder
+from generator.render.html import mermaid_file
+from generator.files.memo import build_memo, lesson_memo
+from generator.release.quarto import QuartoLesson, QuartoWriter, project_leaks, quarto_lesson
+from generator.files.cache import BuildCache, read_json, write_json
+from generator.runners.local import default_jobs, make_runner
+from generator.files.resources import TEMPLATES  # built in; --templates overrides
 
 
 @dataclass
@@ -175,7 +175,7 @@ def inputs_digest(options: BuildOptions, runner_stamp: str) -> str:
     Not the translators' snapshots (content/.i18n: old source texts for `i18n status`'s word
     diffs; no build reads them, and there are hundreds)."""
     digest = hashlib.sha256()
-    for folder in (options.content, options.templates, Path(__file__).resolve().parent):
+    for folder in (options.content, options.templates, Path(__file__).resolve().parent.parent):
         for path in sorted(p for p in folder.rglob("*") if p.is_file() and "__pycache__" not in p.parts
                            and ".i18n" not in p.relative_to(folder).parts):
             digest.update(str(path.relative_to(folder)).encode() + b"\0" + _file_hash(path) + b"\0")
@@ -212,7 +212,7 @@ def _sha256(path: Path) -> str:
 
 
 def build(options: BuildOptions, progress: Progress = _stderr) -> BuildResult:
-    """A build, with its own memo (generator.memo): dropped when it returns."""
+    """A build, with its own memo (generator.files.memo): dropped when it returns."""
     with build_memo():
         return _build_once(options, progress)
 

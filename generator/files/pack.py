@@ -7,7 +7,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Literal
 
-from generator import memo
+from generator.files import memo
 
 Edition = Literal["exercise", "answer"]
 EDITIONS: tuple[Edition, ...] = ("exercise", "answer")

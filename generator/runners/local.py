@@ -71,7 +71,7 @@ class RunResult:
     timed_out: bool = False
 
 
-TASK_SERVER = Path(__file__).resolve().parent / "checker" / "task_server.py"
+TASK_SERVER = Path(__file__).resolve().parent.parent / "checker" / "task_server.py"
 _SERVERS: dict[str, "TaskServer"] = {}
 # Read when torch or triton is imported (the server's import serves every task): a change starts a
 # new server. Every other variable is the task's own (the child takes the environment of its request).
@@ -334,14 +334,14 @@ def _text(value) -> str:
 
 class SlurmVerifier:
     """Verification through a Slurm cluster: every task of a build is one element of one job array
-    (generator/slurm.py follows the job states). The nodes' versions and device come from a probe
+    (generator/runners/slurm.py follows the job states). The nodes' versions and device come from a probe
     task, kept for an hour: a probe each build would submit a job even when nothing else runs."""
 
     kind = "slurm"
     PROBE_TTL_S = 3600
 
     def __init__(self, settings, progress: Callable[[str], None] = lambda _: None):
-        from generator.slurm import SlurmRunner
+        from generator.runners.slurm import SlurmRunner
         self.settings = settings
         self.slurm = SlurmRunner(settings, progress)
         self.python = settings.python
@@ -392,7 +392,7 @@ class SlurmVerifier:
 def make_runner(kind: str, python: str | None, template: str | None, cache_dir: Path | None,
                 probe_cache: Path | None = None, slurm=None, progress: Callable[[str], None] = lambda _: None):
     if kind == "slurm":
-        from generator.slurm import SlurmSettings
+        from generator.runners.slurm import SlurmSettings
         settings = slurm or SlurmSettings()
         return SlurmVerifier(settings.model_copy(update={"python": python}) if python else settings, progress)
     python = python or ("python3" if kind == "command" else sys.executable)
