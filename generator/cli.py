@@ -8,12 +8,13 @@ import json
 import sys
 from pathlib import Path
 
-from generator.pipeline.build import TEMPLATES, BuildOptions, build, clean, render_all, verify_only
+from generator.pipeline.build import TEMPLATES, build, clean, render_all, verify_only
+from generator.pipeline.options import BuildOptions
 from generator.files.memo import build_memo
 from generator.skeleton import init_course
 from generator.errors import CoursepackError
 from generator.content.loader import load_content
-from generator.runners.local import default_jobs
+from generator.runners.base import default_jobs
 
 EXIT_OK, EXIT_ERROR = 0, 1
 # --slurm-OPTION: (setting it overrides, metavar, example)

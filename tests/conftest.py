@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from generator.pipeline.build import BuildOptions, build
+from generator.pipeline.build import build
+from generator.pipeline.options import BuildOptions
 from generator.files.memo import build_memo
 
 REPO = Path(__file__).resolve().parent.parent

@@ -13,7 +13,8 @@ import shutil
 from functools import lru_cache
 from pathlib import Path
 
-from generator.pipeline.build import BuildOptions, render_all
+from generator.pipeline.build import render_all
+from generator.pipeline.options import BuildOptions
 from generator.render.html import strip_vendored
 from generator.content.loader import load_content
 from generator.release.quarto import quarto_projects

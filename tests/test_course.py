@@ -11,7 +11,8 @@ import pytest
 
 from generator.cli import main
 from generator.render.html import MERMAID_FILE, loads_shared_mermaid, mermaid_file, mermaid_script
-from generator.runners.local import Runner, Task
+from generator.runners.base import Task
+from generator.runners.local import Runner
 from tests.conftest import REPO, run_check, unzip
 
 pytestmark = pytest.mark.slow

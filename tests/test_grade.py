@@ -309,7 +309,7 @@ def test_jobs_that_share_their_work_run_each_unit_once_and_the_idle_ones_take_th
     ends; a unit claimed by one job is never run by another; results are found wherever they lie."""
     import importlib.util
     from generator.grade.tasks import GRADE_JOB, collect_results
-    from generator.runners.local import TaskResult
+    from generator.runners.base import TaskResult
     spec = importlib.util.spec_from_file_location("grade_job_for_test", GRADE_JOB)
     grade_job = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(grade_job)
@@ -481,7 +481,7 @@ def test_launchers_are_made_once_from_the_answer_while_a_sandboxed_class_starts(
     student's code) is checked once, unsandboxed, in the runner's Triton cache, beside the grading
     jobs, which wait for its `done` file; then not again for that checker and runner."""
     from generator.grade.run import LauncherSeed
-    from generator.runners.local import TaskResult
+    from generator.runners.base import TaskResult
     ran, lines = [], []
 
     class FakeRunner:

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from generator.pipeline.build import BuildOptions, render_all
+from generator.pipeline.build import render_all
+from generator.pipeline.options import BuildOptions
 from generator.gate.leaks import fingerprints, scan_files, scan_zip
 from generator.content.loader import load_content
 

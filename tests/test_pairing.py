@@ -3,7 +3,8 @@
 
 import pytest
 
-from generator.pipeline.build import BuildOptions, render_all
+from generator.pipeline.build import render_all
+from generator.pipeline.options import BuildOptions
 from generator.gate.leaks import LeakError
 from generator.content.loader import load_content
 from tests.conftest import REPO

@@ -14,7 +14,7 @@ import pytest
 
 from generator.checker import sandbox
 from generator.grade.tasks import ResultStore, collect_results, harvest, plan, uncacheable, Unit
-from generator.runners.local import TaskResult
+from generator.runners.base import TaskResult
 
 REPO = Path(__file__).resolve().parent.parent
 

@@ -35,7 +35,8 @@ from generator.checker.join import joined
 from generator.files.cache import BuildCache, key
 from generator.content.model import LessonSpec, Mistake
 from generator.files.pack import Pack
-from generator.runners.local import Runner, Task, TaskResult
+from generator.runners.base import Task, TaskResult
+from generator.runners.local import Runner
 
 VERIFY_JOB = Path(__file__).parent.parent / "checker" / "verify_job.py"
 JOB_TIMEOUT_S = 3600

@@ -42,7 +42,8 @@ from generator.grade.tasks import START_S, ResultStore, Unit, collect_results, h
 from generator.render.render import check_templates, jinja_env
 from generator.files.resources import TEMPLATES
 from generator.review.record import after_grading
-from generator.runners.local import Task, default_jobs, make_runner
+from generator.runners.base import Task, default_jobs
+from generator.runners.factory import make_runner
 
 SUBMISSIONS_PER_PROCESS = 4
 

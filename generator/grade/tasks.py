@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from generator.files.cache import Store, read_json
-from generator.runners.local import Task, TaskResult
+from generator.runners.base import Task, TaskResult
 
 GRADE_JOB = Path(__file__).resolve().parent.parent / "checker" / "grade_job.py"
 START_S = 600            # a task's own start: torch, the sandboxed factory, the cases

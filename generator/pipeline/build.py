@@ -43,6 +43,7 @@ from generator.files.pack import EDITIONS, Edition, Pack
 from generator.gate.pairing import edition_drift
 from generator.render.render import (LessonContext, check_templates, checker_data, finalize_pack, jinja_env, mistake_code,
                               render_pack)
+from generator.pipeline.options import BuildOptions, BuildResult
 from generator.pipeline.report import report_data, write_reports
 from generator.gate import verify as V
 from generator.release.bundle import CourseBundle, LessonFolder, lesson_folder
@@ -50,39 +51,9 @@ from generator.render.html import mermaid_file
 from generator.files.memo import build_memo, lesson_memo
 from generator.release.quarto import QuartoLesson, QuartoWriter, project_leaks, quarto_lesson
 from generator.files.cache import BuildCache, read_json, write_json
-from generator.runners.local import default_jobs, make_runner
-from generator.files.resources import TEMPLATES  # built in; --templates overrides
-
-
-@dataclass
-class BuildOptions:
-    content: Path = Path("content")
-    templates: Path = TEMPLATES
-    out: Path = Path("build")
-    verify: bool = True
-    runner: str = "auto"
-    python: str | None = None
-    runner_command: str | None = None
-    jobs: int = field(default_factory=default_jobs)
-    notebook: bool = True
-    sandbox: str = "auto"   # auto | on | off: the checker's sandbox for the answer and the mistakes
-    lessons: tuple[str, ...] = ()
-    locales: tuple[str, ...] = ()
-    slurm: Any = None   # SlurmSettings, for runner "slurm"
-    draft: bool = False   # every translation built as a draft (missing units fall back, marked)
-
-
-@dataclass
-class BuildResult:
-    zips: dict[str, str] = field(default_factory=dict)          # name -> sha256
-    verification: dict[str, dict] = field(default_factory=dict)  # lesson/locale -> record
-    disagreements: dict[str, list] = field(default_factory=dict)
-    cached: dict[str, bool] = field(default_factory=dict)
-    seconds: float = 0.0
-    failed: list[str] = field(default_factory=list)
-    fallbacks: list[dict] = field(default_factory=list)
-    tasks: list[dict] = field(default_factory=list)   # the runner's tasks (lesson, state, job id, seconds)
-    job_ids: list[str] = field(default_factory=list)  # every Slurm job a build used (the probe's too)
+from generator.runners.base import default_jobs
+from generator.runners.factory import make_runner
+from generator.files.resources import TEMPLATES  # noqa: F401 (cli's default; --templates overrides)
 
 
 Progress = Callable[[str], None]

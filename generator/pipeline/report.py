@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from generator.release.quarto import holds_answers
 
 if TYPE_CHECKING:
-    from generator.pipeline.build import BuildOptions, BuildResult
+    from generator.pipeline.options import BuildOptions, BuildResult
 
 
 def report_data(options: "BuildOptions", result: "BuildResult") -> dict:

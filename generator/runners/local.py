@@ -1,6 +1,7 @@
-"""Where verification runs: this machine's GPU, the Triton interpreter on this machine's CPU, or a
-command template (ssh, srun, docker). A runner runs tasks: a folder and a command each; one task
-verifies one lesson (see generator/checker/verify_job.py, which is what the command runs).
+"""Runners on this machine: its GPU, the Triton interpreter on its CPU, or a command template (ssh,
+srun, docker), with the warm task server that forks each step from one torch import. A runner runs
+tasks: a folder and a command each; one task verifies one lesson (generator/checker/verify_job.py is
+what the command runs). The types they share are in base.py; make_runner (factory.py) picks one.
 """
 
 from __future__ import annotations
@@ -21,55 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from generator.errors import CoursepackError
-
-# gc is off while torch imports, and the process ends without the interpreter's teardown: no
-# collection passes over torch's objects, a third of this process's time (1.2 of 4 s on the 2-core
-# CI machine). (A normal exit after gc.freeze() would have nanobind report Triton's types as leaked.)
-PROBE_SCRIPT = ("import gc; gc.disable(); import json, os, sys, torch, triton; g = torch.cuda.is_available();"
-                "print(json.dumps({'torch': torch.__version__, 'triton': triton.__version__,"
-                "'python': sys.version.split()[0], 'cuda': g,"
-                "'device': torch.cuda.get_device_name(0) if g else 'CPU'}), flush=True); os._exit(0)")
-
-
-@dataclass(frozen=True)
-class Task:
-    name: str            # the lesson id
-    folder: Path         # the working directory
-    argv: list[str]      # "{python}" stands for the runner's Python
-    timeout_s: float
-
-
-@dataclass
-class TaskResult:
-    name: str
-    state: str           # COMPLETED, FAILED, TIMEOUT (Slurm adds its own states)
-    returncode: int | None
-    stdout: str
-    stderr: str
-    seconds: float
-    job_id: str = ""
-    attempts: int = 1
-    detail: str = ""
-
-
-def default_jobs() -> int:
-    """Steps run at once by default: the CPU count, at most 8."""
-    return min(8, os.cpu_count() or 2)
-
-
-class RunnerError(CoursepackError):
-    pass
-
-
-@dataclass
-class RunResult:
-    returncode: int
-    stdout: str
-    stderr: str
-    seconds: float
-    timed_out: bool = False
-
+from generator.runners.base import PROBE_SCRIPT, RunnerError, RunResult, Task, TaskResult
 
 TASK_SERVER = Path(__file__).resolve().parent.parent / "checker" / "task_server.py"
 _SERVERS: dict[str, "TaskServer"] = {}
@@ -186,7 +139,7 @@ def _read_text(path: Path) -> str:
 
 
 @atexit.register
-def _close_servers() -> None:
+def close_servers() -> None:
     for server in list(_SERVERS.values()):
         server.close()
     _SERVERS.clear()
@@ -330,80 +283,3 @@ def _text(value) -> str:
     if value is None:
         return ""
     return value.decode("utf-8", "replace") if isinstance(value, bytes) else value
-
-
-class SlurmVerifier:
-    """Verification through a Slurm cluster: every task of a build is one element of one job array
-    (generator/runners/slurm.py follows the job states). The nodes' versions and device come from a probe
-    task, kept for an hour: a probe each build would submit a job even when nothing else runs."""
-
-    kind = "slurm"
-    PROBE_TTL_S = 3600
-
-    def __init__(self, settings, progress: Callable[[str], None] = lambda _: None):
-        from generator.runners.slurm import SlurmRunner
-        self.settings = settings
-        self.slurm = SlurmRunner(settings, progress)
-        self.python = settings.python
-
-    @property
-    def label(self) -> str:
-        return f"Slurm cluster (partition {self.settings.partition or 'default'}, gres {self.settings.gres or 'none'})"
-
-    def identity(self) -> str:
-        return json.dumps(["slurm", self.settings.model_dump(mode="json", exclude={"poll_s", "unreachable_s"})],
-                          sort_keys=True)
-
-    def probe(self, cwd: Path, cache: Path | None = None) -> dict:
-        if cache is not None:
-            try:
-                saved = json.loads(cache.read_text(encoding="utf-8"))
-                if saved.get("identity") == self.identity() and time.time() - saved["at"] < self.PROBE_TTL_S:
-                    return saved["info"]
-            except (OSError, ValueError, KeyError):
-                pass
-        folder = cwd / "work" / "slurm-probe"
-        folder.mkdir(parents=True, exist_ok=True)
-        [result] = self.slurm.run_tasks([Task("probe", folder, ["{python}", "-c", PROBE_SCRIPT], 300)])
-        if result.state != "COMPLETED":
-            raise RunnerError(f"the Slurm probe job ({result.job_id}) did not run torch and triton with "
-                              f"{self.python}: {result.state}: {result.detail or result.stderr.strip()[-600:]}")
-        info = json.loads(result.stdout.strip().splitlines()[-1])
-        if cache is not None:
-            cache.parent.mkdir(parents=True, exist_ok=True)
-            cache.write_text(json.dumps({"identity": self.identity(), "at": time.time(), "info": info}), encoding="utf-8")
-        return info
-
-    def check_usable(self, info: dict) -> None:
-        self.slurm.check_reachable()
-
-    def warm_up(self) -> None:
-        """Nothing to start ahead: the nodes import torch in their own jobs."""
-
-    def run_tasks(self, tasks: list[Task], progress: Callable[[str], None] = lambda _: None,
-                  parallel: int = 1) -> list[TaskResult]:
-        return self.slurm.run_tasks(tasks)
-
-    @property
-    def job_ids(self) -> list[str]:
-        return list(self.slurm.job_ids)
-
-
-def make_runner(kind: str, python: str | None, template: str | None, cache_dir: Path | None,
-                probe_cache: Path | None = None, slurm=None, progress: Callable[[str], None] = lambda _: None):
-    if kind == "slurm":
-        from generator.runners.slurm import SlurmSettings
-        settings = slurm or SlurmSettings()
-        return SlurmVerifier(settings.model_copy(update={"python": python}) if python else settings, progress)
-    python = python or ("python3" if kind == "command" else sys.executable)
-    if kind == "auto":
-        info = Runner("cuda", python).probe(Path.cwd(), probe_cache)
-        kind = "cuda" if info["cuda"] else "interpreter"
-    if kind == "command" and not template:
-        raise RunnerError("runner 'command' needs --runner-command, e.g. 'ssh gpu01 {shell_cmd}' "
-                          "or 'srun --gres=gpu:1 --chdir {cwd} {cmd}'")
-    if kind not in ("cuda", "interpreter", "command"):
-        raise RunnerError(f"unknown runner '{kind}' (expected auto, cuda, interpreter, command or slurm)")
-    return Runner(kind, python, template or "", cache_dir=cache_dir)
-
-

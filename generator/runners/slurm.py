@@ -13,6 +13,7 @@ exit status), so a task that left the queue between two polls is still accounted
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import re
@@ -31,7 +32,7 @@ from typing import Callable, Optional
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from generator.runners.local import Task, TaskResult
+from generator.runners.base import PROBE_SCRIPT, RunnerError, Task, TaskResult
 from generator.errors import CoursepackError, ProblemCollector
 from generator.files.yamlio import dotted, load_yaml
 
@@ -477,3 +478,59 @@ def _sigterm_raises():
         yield
     finally:
         signal.signal(signal.SIGTERM, previous)
+
+
+class SlurmVerifier:
+    """Verification through a Slurm cluster: every task of a build is one element of one job array
+    (generator/runners/slurm.py follows the job states). The nodes' versions and device come from a probe
+    task, kept for an hour: a probe each build would submit a job even when nothing else runs."""
+
+    kind = "slurm"
+    PROBE_TTL_S = 3600
+
+    def __init__(self, settings, progress: Callable[[str], None] = lambda _: None):
+        self.settings = settings
+        self.slurm = SlurmRunner(settings, progress)
+        self.python = settings.python
+
+    @property
+    def label(self) -> str:
+        return f"Slurm cluster (partition {self.settings.partition or 'default'}, gres {self.settings.gres or 'none'})"
+
+    def identity(self) -> str:
+        return json.dumps(["slurm", self.settings.model_dump(mode="json", exclude={"poll_s", "unreachable_s"})],
+                          sort_keys=True)
+
+    def probe(self, cwd: Path, cache: Path | None = None) -> dict:
+        if cache is not None:
+            try:
+                saved = json.loads(cache.read_text(encoding="utf-8"))
+                if saved.get("identity") == self.identity() and time.time() - saved["at"] < self.PROBE_TTL_S:
+                    return saved["info"]
+            except (OSError, ValueError, KeyError):
+                pass
+        folder = cwd / "work" / "slurm-probe"
+        folder.mkdir(parents=True, exist_ok=True)
+        [result] = self.slurm.run_tasks([Task("probe", folder, ["{python}", "-c", PROBE_SCRIPT], 300)])
+        if result.state != "COMPLETED":
+            raise RunnerError(f"the Slurm probe job ({result.job_id}) did not run torch and triton with "
+                              f"{self.python}: {result.state}: {result.detail or result.stderr.strip()[-600:]}")
+        info = json.loads(result.stdout.strip().splitlines()[-1])
+        if cache is not None:
+            cache.parent.mkdir(parents=True, exist_ok=True)
+            cache.write_text(json.dumps({"identity": self.identity(), "at": time.time(), "info": info}), encoding="utf-8")
+        return info
+
+    def check_usable(self, info: dict) -> None:
+        self.slurm.check_reachable()
+
+    def warm_up(self) -> None:
+        """Nothing to start ahead: the nodes import torch in their own jobs."""
+
+    def run_tasks(self, tasks: list[Task], progress: Callable[[str], None] = lambda _: None,
+                  parallel: int = 1) -> list[TaskResult]:
+        return self.slurm.run_tasks(tasks)
+
+    @property
+    def job_ids(self) -> list[str]:
+        return list(self.slurm.job_ids)
