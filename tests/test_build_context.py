@@ -34,7 +34,7 @@ SKIPPED = ("checker", "vendor")
 ALLOWED = {
     "runners/local.py:_SERVERS": "warm task-server processes, not data: one per runner Python and environment "
                            "for the life of the process (a test session's builds share them), closed at exit",
-    "content/markdown.py:_parser": "one MarkdownIt per setting; a parser keeps no state between parses",
+    "content/markdown.py:parser_for": "one MarkdownIt per setting; a parser keeps no state between parses",
     "content/markdown.py:_unit_problems": "pure, by text: a Markdown unit's problems (a content load is 2 s without it)",
     "render/html.py:mermaid_script": "the vendored mermaid, pinned by its sha256: read and checked once per process",
     "files/archive.py:_deflated_part": "pure, by bytes: a constant part's deflate (1 s for mermaid); which parts a "

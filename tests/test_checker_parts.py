@@ -285,11 +285,11 @@ def test_the_same_attempt_from_the_same_line_is_one_note(rt):
 def test_import_lines_are_cut_as_ast_cuts_them():
     import ast
 
-    from generator.checker.join import _segment
+    from generator.checker.join import source_segment
     source = "import os  # noqa\nfrom a import (b,\n    c)  # note\nimport é as f; x = 1\n"
     lines = source.splitlines(keepends=True)
     for node in ast.parse(source).body:
-        assert _segment(lines, node) == ast.get_source_segment(source, node)
+        assert source_segment(lines, node) == ast.get_source_segment(source, node)
 
 
 def test_a_session_keeps_its_spare_workers_started_and_replaces_each_one_taken(rt):

@@ -364,11 +364,11 @@ def test_outputs_are_replaced_whole_or_not_at_all(lesson, tmp_path, monkeypatch)
 
 
 def test_an_output_folder_of_something_else_is_refused(tmp_path):
-    from generator.grade.run import _check_out
+    from generator.grade.run import check_out_folder
     (tmp_path / "mine.txt").write_text("keep me", encoding="utf-8")
     with pytest.raises(GradeError, match="holds no earlier grading"):
-        _check_out(tmp_path)
-    _check_out(tmp_path / "new")
+        check_out_folder(tmp_path)
+    check_out_folder(tmp_path / "new")
 
 
 def test_no_sandbox_is_refused_unless_turned_off(lesson, tmp_path, monkeypatch):
@@ -398,11 +398,11 @@ def test_the_distribution_counts_every_graded_student_a_blank_included(lesson, t
 
 
 def test_gradescope_tests_take_their_own_case_lines_when_names_share_a_prefix():
-    from generator.grade.gradescope import _case_lines
+    from generator.grade.gradescope import case_lines
     output = ["  PASS  n=10", "  FAIL  n=1", "        why: x", "  SKIP  n=100  (skipped: y)"]
-    assert _case_lines(output, "n=1") == ["FAIL  n=1", "why: x"]
-    assert _case_lines(output, "n=10") == ["PASS  n=10"]
-    assert _case_lines(output, "n=100") == ["SKIP  n=100  (skipped: y)"]
+    assert case_lines(output, "n=1") == ["FAIL  n=1", "why: x"]
+    assert case_lines(output, "n=10") == ["PASS  n=10"]
+    assert case_lines(output, "n=100") == ["SKIP  n=100  (skipped: y)"]
 
 
 def test_local_grading_splits_the_judging_over_a_process_per_four_jobs_and_one_per_gpu_at_least():

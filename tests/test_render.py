@@ -84,12 +84,12 @@ def test_a_bundle_pack_may_take_check_py_from_the_lone_pack(rendered):
 
 
 def test_a_notebook_is_validated_once_per_shape_and_an_invalid_one_still_fails():
-    """notebook._validate skips a notebook whose shape (sources emptied) was valid: only the
+    """notebook.validate_notebook skips a notebook whose shape (sources emptied) was valid: only the
     sources may differ; a cell of another kind, a bad id or a source that is not text is checked."""
     import pytest
     from generator.content.markdown import Cell
     from generator.files.memo import current
-    from generator.render.notebook import _validate, build_notebook
+    from generator.render.notebook import validate_notebook, build_notebook
     cells = [Cell("markdown", "# Title"), Cell("code", "x = 1", "exercise")]
     build_notebook(cells, "en", "T")
     shapes = current().sizes()["notebook.valid"]
@@ -102,4 +102,4 @@ def test_a_notebook_is_validated_once_per_shape_and_an_invalid_one_still_fails()
         notebook = json.loads(json.dumps(good))
         notebook["cells"][0].update(broken)
         with pytest.raises(nbformat.ValidationError):
-            _validate(notebook)
+            validate_notebook(notebook)

@@ -26,7 +26,7 @@ from pathlib import Path
 import pytest
 
 from generator.errors import ContentError
-from generator.runners.slurm import SlurmError, SlurmRunner, SlurmSettings, Task, _expand_ids, _ranges, load_settings
+from generator.runners.slurm import SlurmError, SlurmRunner, SlurmSettings, Task, expand_ids, array_ranges, load_settings
 
 REPO = Path(__file__).resolve().parent.parent
 CLUSTER = Path(os.environ.get("COURSEPACK_SLURM_DIR") or Path(tempfile.gettempdir()) / "coursepack-slurm")
@@ -120,9 +120,9 @@ def test_settings_mistakes_are_located(tmp_path):
 
 
 def test_array_ranges_and_ids():
-    assert _ranges([7, 0, 1, 2, 5, 8]) == "0-2,5,7-8"
-    assert _expand_ids("12_[4-6,9%2]") == ["12_4", "12_5", "12_6", "12_9"]
-    assert _expand_ids("12_3") == ["12_3"]
+    assert array_ranges([7, 0, 1, 2, 5, 8]) == "0-2,5,7-8"
+    assert expand_ids("12_[4-6,9%2]") == ["12_4", "12_5", "12_6", "12_9"]
+    assert expand_ids("12_3") == ["12_3"]
 
 
 # ---- real jobs --------------------------------------------------------------------------------

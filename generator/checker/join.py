@@ -46,14 +46,14 @@ def _split(name: str) -> tuple[list[str], str]:
             continue
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             if not (isinstance(node, ast.ImportFrom) and node.level):
-                imports.append(_segment(lines, node))
+                imports.append(source_segment(lines, node))
             body_start = node.end_lineno
             continue
         break
     return imports, "".join(lines[body_start:]).strip("\n") + "\n"
 
 
-def _segment(lines: list[str], node: ast.stmt) -> str:
+def source_segment(lines: list[str], node: ast.stmt) -> str:
     """ast.get_source_segment(source, node), without splitting the whole source again for each
     node (that split, a loop in Python, cost half a second per process over check.py's imports).
     The offsets are of UTF-8 bytes."""

@@ -33,7 +33,7 @@ class Cell:
 
 
 @lru_cache(maxsize=None)
-def _parser(html: bool = False, inline: bool = True) -> MarkdownIt:
+def parser_for(html: bool = False, inline: bool = True) -> MarkdownIt:
     """One parser per setting: building one costs more than parsing a unit (parse() keeps no state).
     inline=False: the blocks only, each inline token's children left empty (parse_blocks)."""
     md = MarkdownIt("commonmark", {"html": html}).enable(["table", "strikethrough"])
@@ -53,7 +53,7 @@ def unit_problems(text: str) -> list[tuple[int, str]]:
 @lru_cache(maxsize=8192)   # pure, by text: a process that loads the content again checks only what changed
 def _unit_problems(text: str) -> tuple[tuple[int, str], ...]:
     found = []
-    tokens = _parser(html=True).parse(text)
+    tokens = parser_for(html=True).parse(text)
     lines = text.splitlines()
     code = {i for t in tokens if t.type in ("fence", "code_block") and t.map for i in range(*t.map)}
     found += [(i, "a line that starts with ':::' would open or close a block of the course's Quarto pages; "
@@ -99,7 +99,7 @@ def check_markdown(text: str, pack_files: set[str], name: str, tokens: list[Toke
     tokens = tokens if tokens is not None else parse_blocks(text)
     lines = text.splitlines()
     problems: list[str] = []
-    anchors = {_slug(tokens[i + 1].content) for i, t in enumerate(tokens) if t.type == "heading_open"}
+    anchors = {heading_slug(tokens[i + 1].content) for i, t in enumerate(tokens) if t.type == "heading_open"}
     for token in tokens:
         if token.type == "fence" and token.map:
             closing = lines[token.map[1] - 1].strip() if token.map[1] - 1 < len(lines) else ""
@@ -132,13 +132,13 @@ def _inline_problems(token: Token, anchors: set[str], pack_files: set[str], name
     return problems
 
 
-def _slug(heading: str) -> str:
+def heading_slug(heading: str) -> str:
     """GitHub's heading anchors: lower case, punctuation dropped, spaces to dashes."""
     return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
 
 
 def parse(text: str) -> list[Token]:
-    return parse_by_section(_parser(), text)
+    return parse_by_section(parser_for(), text)
 
 
 def parse_blocks(text: str) -> list[Token]:
@@ -146,8 +146,8 @@ def parse_blocks(text: str) -> list[Token]:
     and check_markdown parses the few inline contents that can hold a problem (_children). The
     inline parse is half of a parse, and most paragraphs have nothing to check."""
     if REFERENCE_LINE.search(text):   # reference links reach across blocks: parsed whole, children too
-        return _parser().parse(text)
-    return parse_by_section(_parser(inline=False), text)
+        return parser_for().parse(text)
+    return parse_by_section(parser_for(inline=False), text)
 
 
 # What can put a $ into an inline's text or make a link or an image: a $ or a bracket, an entity,
@@ -163,7 +163,7 @@ def _children(content: str) -> list[Token]:
     kept = memo.table("markdown.inline", lesson=True)   # inline content -> its children, as the full parse makes them
     found = kept.get(content)
     if found is None:
-        found = kept[content] = _parser().parseInline(content)[0].children   # the core rules on this content alone
+        found = kept[content] = parser_for().parseInline(content)[0].children   # the core rules on this content alone
     return found
 
 
@@ -183,7 +183,7 @@ def parse_by_section(md: MarkdownIt, text: str, lines: bool = True) -> list[Toke
         return md.parse(text)
     tokens: list[Token] = []
     kept = memo.table("markdown.sections", lesson=True)   # (parser, section[, first line]) -> its tokens
-    for first, section in _sections(text):
+    for first, section in heading_sections(text):
         key = (id(md), section)
         found = kept.get(key)
         if found is None:
@@ -191,16 +191,16 @@ def parse_by_section(md: MarkdownIt, text: str, lines: bool = True) -> list[Toke
         if first and lines:
             moved = kept.get((id(md), section, first))   # the same section at the same line: zip and bundle
             if moved is None:
-                moved = kept[(id(md), section, first)] = [_moved(t, first) if t.map else t for t in found]
+                moved = kept[(id(md), section, first)] = [moved_token(t, first) if t.map else t for t in found]
             found = moved
         tokens += found
     return tokens
 
 
-_TOKEN_FIELDS = tuple(field.name for field in dataclasses.fields(Token))   # _moved copies each (tests/test_markdown.py)
+TOKEN_FIELDS = tuple(field.name for field in dataclasses.fields(Token))   # moved_token copies each (tests/test_markdown.py)
 
 
-def _moved(token: Token, lines: int) -> Token:
+def moved_token(token: Token, lines: int) -> Token:
     """A shallow copy of token `lines` lines further down (Token.copy, through dataclasses.replace,
     took a twentieth of a build; a loop of setattr, three times these assignments)."""
     moved = Token.__new__(Token)
@@ -211,7 +211,7 @@ def _moved(token: Token, lines: int) -> Token:
     return moved
 
 
-def _sections(text: str) -> list[tuple[int, str]]:
+def heading_sections(text: str) -> list[tuple[int, str]]:
     """text cut before each ATX heading that starts a line outside fenced code: (first line, text).
     Such a line ends every block before it (a paragraph, a list, a quote, a table), so each part
     parses as it does within the whole."""

@@ -20,7 +20,7 @@ from generator.errors import ProblemCollector
 MARKERS = Path(__file__).resolve().parent.parent / "skeleton" / "markers.yaml"
 
 
-def _round_trip() -> YAML:
+def round_trip_yaml() -> YAML:
     """A YAML writer that keeps a translator's comments, quotes and layout."""
     yaml = YAML(typ="rt")
     yaml.preserve_quotes = True
@@ -174,7 +174,7 @@ def migrate_file(content_root: Path, source_path: Path, translation_path: Path) 
 
 
 def _write_stamps(path: Path, stamps: dict[str, str]) -> None:
-    yaml = _round_trip()
+    yaml = round_trip_yaml()
     data = yaml.load(path.read_text(encoding="utf-8"))
     table = data.get(HASHES)
     if not isinstance(table, CommentedMap):
@@ -198,7 +198,7 @@ def new_locale(content_root: Path, locale: str) -> list[Path]:
     targets = [(content.root / "locales" / f"{source}.yaml", content.root / "locales" / f"{locale}.yaml")]
     targets += [(lesson.folder / f"text.{source}.yaml", lesson.folder / f"text.{locale}.yaml")
                 for lesson in content.published]
-    yaml = _round_trip()
+    yaml = round_trip_yaml()
     for src, dst in targets:
         if dst.exists():
             raise CoursepackError(f"{dst} already exists")

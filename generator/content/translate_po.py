@@ -29,7 +29,7 @@ from generator.content.i18n import (HASHES, PROTECTED, is_critical, load_snapsho
 from generator.content.loader import CourseContent, load_content
 from generator.content.markdown import unit_problems
 from generator.content.po import Entry, PoSyntaxError, dump, parse
-from generator.content.translate import _round_trip
+from generator.content.translate import round_trip_yaml
 from generator.files.yamlio import CONTROL, load_yaml
 
 COURSE = "course"   # the PO file of the course's UI strings (content/locales/)
@@ -305,7 +305,7 @@ def import_po(content_root: Path, locale: str, paths: list[Path]) -> ImportResul
 
 
 def _patched(change: Changes, content: CourseContent) -> str:
-    yaml = _round_trip()
+    yaml = round_trip_yaml()
     path = change.pair.target
     data = yaml.load(path.read_text(encoding="utf-8")) if path.exists() else None
     if not isinstance(data, CommentedMap):

@@ -135,7 +135,7 @@ def _deflated_part(data: bytes) -> "_Constant":
     packed = _deflate_part(data)
     if zlib.decompressobj(-15).decompress(packed) != data:   # checked once, here
         raise ArchiveError("a constant part does not inflate back to itself")
-    return _Constant(packed, zlib.crc32(data), _x_power(8 * len(data)))
+    return _Constant(packed, zlib.crc32(data), crc_x_power(8 * len(data)))
 
 
 @dataclass(frozen=True)
@@ -156,7 +156,7 @@ def _constants() -> dict[bytes, _Constant]:
 _POLY = 0xEDB88320
 
 
-def _times(a: int, b: int) -> int:
+def crc_times(a: int, b: int) -> int:
     """a(x) * b(x) modulo the CRC-32 polynomial (reflected: x^0 is the high bit)."""
     product, bit = 0, 1 << 31
     while a:
@@ -168,13 +168,13 @@ def _times(a: int, b: int) -> int:
     return product
 
 
-def _x_power(n: int) -> int:
+def crc_x_power(n: int) -> int:
     """x^n modulo the CRC-32 polynomial."""
     result, square = 1 << 31, 1 << 30   # x^0 and x^1
     while n:
         if n & 1:
-            result = _times(square, result)
-        square = _times(square, square)
+            result = crc_times(square, result)
+        square = crc_times(square, square)
         n >>= 1
     return result
 
@@ -185,7 +185,7 @@ def crc32(data: bytes) -> int:
     for blob, part in _constants().items():
         at = find_part(data, blob, start) if len(data) - start >= len(blob) else -1
         if at >= 0:
-            crc = _times(part.shift, zlib.crc32(view[start:at], crc)) ^ part.crc
+            crc = crc_times(part.shift, zlib.crc32(view[start:at], crc)) ^ part.crc
             start = at + len(blob)
     return zlib.crc32(view[start:], crc)
 
@@ -273,7 +273,7 @@ def _read(archive: zipfile.ZipFile, info: zipfile.ZipInfo) -> bytes:
                 before, after = zlib.decompressobj(-15).decompress(raw[:at]), zlib.decompress(raw[at + len(part.packed):], -15)
             except zlib.error as exc:
                 raise ArchiveError(f"{info.filename}: does not inflate: {exc}") from exc
-            crc = zlib.crc32(after, _times(part.shift, zlib.crc32(before)) ^ part.crc)   # the part's bytes are known
+            crc = zlib.crc32(after, crc_times(part.shift, zlib.crc32(before)) ^ part.crc)   # the part's bytes are known
             data = b"".join((before, blob, after))
             if len(data) != info.file_size or crc != info.CRC:
                 raise ArchiveError(f"{info.filename}: its size or CRC differs from its header")

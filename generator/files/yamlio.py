@@ -152,7 +152,7 @@ def _compose(text: str, fold_markers: bool) -> tuple[Node | None, tuple[tuple[st
     anything else (a syntax error, an anchor defined twice) is composed again by ruamel, whose
     messages and marks the problems quote. tests/test_yamlio.py holds the two to the same trees."""
     if not fold_markers:
-        fast = _fast_compose(text)
+        fast = fast_compose(text)
         if fast is not None:
             return fast, ()
     yaml = YAML(typ="rt" if fold_markers else "safe", pure=True)
@@ -161,7 +161,7 @@ def _compose(text: str, fold_markers: bool) -> tuple[Node | None, tuple[tuple[st
     return root, tuple(yaml.composer.reused)
 
 
-def _fast_compose(text: str) -> Node | None:
+def fast_compose(text: str) -> Node | None:
     """libyaml's node tree of text, or None where libyaml is missing or finds anything to say about
     the text."""
     if _FastLoader is None:

@@ -64,9 +64,9 @@ def edition_drift(exercise: Pack, answer: Pack, lesson: Lesson, ui: Locale, loca
             if op == "equal":
                 continue
             problems += [f"{answer.name}/{name}: answer-only line is not declared answer material: {body[:80]!r}"
-                         for body in new[b0:b1] if not _covered(body, answer_only)]
+                         for body in new[b0:b1] if not line_covered(body, answer_only)]
             problems += [f"{exercise.name}/{name}: exercise-only line is not declared: {body[:80]!r}"
-                         for body in old[a0:a1] if not _covered(body, exercise_only)]
+                         for body in old[a0:a1] if not line_covered(body, exercise_only)]
     return problems
 
 
@@ -79,7 +79,7 @@ def _blank_lines(exercise: bytes, answer: bytes) -> tuple[str, str]:
     return ex[index], an[index]
 
 
-def _covered(line: str, pieces: list[str]) -> bool:
+def line_covered(line: str, pieces: list[str]) -> bool:
     if CELL_HEADER.match(line):
         return True
     rest = loose(line)

@@ -104,7 +104,7 @@ def grade(options: GradeOptions, progress: Progress = _stderr) -> GradeOutcome:
     check_templates(jinja_env(options.templates))   # a broken page template stops grading before it runs code
     earlier = earlier_terms(options.compare_with)    # read before any code runs: a bad folder stops here
     out = options.out or build / "grades" / lesson.id
-    _check_out(out)
+    check_out_folder(out)
     locales = list(lesson.languages)
     if options.locale and options.locale not in locales:
         raise GradeError(f"--locale {options.locale}: not one of the course's languages ({', '.join(locales)})")
@@ -191,7 +191,7 @@ def _grade_one(lesson: GradeLesson, student: Student, options: GradeOptions, out
     outcome.rows = [row]
 
 
-def _check_out(out: Path) -> None:
+def check_out_folder(out: Path) -> None:
     """The output folder is replaced whole: refuse one that holds something else."""
     if out.exists() and any(out.iterdir()) and not (out / "grades.csv").exists():
         raise GradeError(f"--out {out}: the folder exists and holds no earlier grading (no grades.csv); "

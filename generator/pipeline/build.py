@@ -28,7 +28,7 @@ import queue
 import shutil
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from multiprocessing.reduction import ForkingPickler
 from typing import Any, Callable, Iterator
@@ -49,9 +49,9 @@ from generator.gate import verify as V
 from generator.release.bundle import CourseBundle, LessonFolder, lesson_folder
 from generator.render.html import mermaid_file
 from generator.files.memo import build_memo, lesson_memo
-from generator.release.quarto import QuartoLesson, QuartoWriter, project_leaks, quarto_lesson
+from generator.gate.quarto_leaks import project_leaks
+from generator.release.quarto import QuartoLesson, QuartoWriter, quarto_lesson
 from generator.files.cache import BuildCache, read_json, write_json
-from generator.runners.base import default_jobs
 from generator.runners.factory import make_runner
 from generator.files.resources import TEMPLATES  # noqa: F401 (cli's default; --templates overrides)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING
 
-from generator.release.quarto import holds_answers
+from generator.render.quarto import holds_answers
 
 if TYPE_CHECKING:
     from generator.pipeline.options import BuildOptions, BuildResult

@@ -52,7 +52,7 @@ from pygments.util import ClassNotFound
 from generator.render import charts as C
 from generator.files.archive import constant_part, find_part
 from generator.errors import CoursepackError
-from generator.content.markdown import EXTERNAL, _slug, parse_by_section
+from generator.content.markdown import EXTERNAL, heading_slug, parse_by_section
 from generator.files.memo import per_build, per_lesson
 
 TEMPLATE = "pack/lesson.html.j2"
@@ -148,7 +148,7 @@ def _markdown() -> tuple[MarkdownIt, list[str]]:
     md = MarkdownIt("commonmark", {"html": True, "highlight": _highlight}).enable(["table", "strikethrough"])
     dollarmath_plugin(md, double_inline=True, allow_labels=False,
                       renderer=lambda latex, options: _math(latex, options["display_mode"], failures))
-    anchors_plugin(md, min_level=1, max_level=6, slug_func=_slug, permalink=True, permalinkSymbol="#")
+    anchors_plugin(md, min_level=1, max_level=6, slug_func=heading_slug, permalink=True, permalinkSymbol="#")
     default_fence = md.renderer.rules["fence"]
 
     def fence(self, tokens, idx, options, env):
@@ -204,14 +204,14 @@ def _lang(token: Token) -> str:
 
 def _math(latex: str, display: bool, failures: list[str]) -> str:
     """MathML for one formula. The plugin wraps it in span.math.inline / div.math.block."""
-    html, failure = _converted(latex, display)
+    html, failure = converted_formula(latex, display)
     if failure:
         failures.append(failure)
     return html
 
 
 @per_build
-def _converted(latex: str, display: bool) -> tuple[str, str | None]:
+def converted_formula(latex: str, display: bool) -> tuple[str, str | None]:
     """(HTML, the failure to report or None) for one formula; kept per formula: every pack of a
     lesson, both editions and the bundle, shows the same ones."""
     shown = f"$${latex}$$" if display else f"${latex}$"

@@ -1,6 +1,6 @@
 """Build lesson.ipynb from the cells of the rendered lesson, with nbformat.
 
-The notebook is made as plain data and validated whole, once (once per shape: _validate), against
+The notebook is made as plain data and validated whole, once (once per shape: validate_notebook), against
 the nbformat 4 schema (nbformat.v4.new_*_cell validates every cell again on its own through
 jsonschema, about 0.6 ms a cell, without checking anything more), then written as nbformat's own
 writer writes it: sorted keys, an indent of one, each source split into lines. Its writer first
@@ -32,14 +32,14 @@ def _cell(cell: Cell, index: int) -> dict:
 
 
 def _write(notebook: dict) -> bytes:
-    _validate(notebook)
+    validate_notebook(notebook)
     for cell in notebook["cells"]:
         cell["source"] = cell["source"].splitlines(True)   # nbformat's split_lines
     text = json.dumps(notebook, indent=1, sort_keys=True, separators=(",", ": "), ensure_ascii=False)
     return (text + "\n").encode()
 
 
-def _validate(notebook: dict) -> None:
+def validate_notebook(notebook: dict) -> None:
     """nbformat.validate(notebook), once per shape: the schema takes any string as a cell's source,
     so a notebook is valid exactly when the same with its sources emptied is. A pack's notebooks
     (rendered early and final, alone and in its course bundle) have one shape."""

@@ -162,7 +162,7 @@ def _render_pack(ctx: LessonContext, env: jinja2.Environment, page: bool, alone:
             pack.files[extra.name] = ctx.lesson.files[extra.name]
     pack.files["requirements.txt"] = env.get_template("pack/requirements.txt.j2").render(
         heading=ctx.heading, min_torch=MIN_TORCH, min_triton=MIN_TRITON).encode()
-    reachable = set(pack.files) | {"README.md", "manifest.json", "lesson.ipynb"} | {link["href"] for link in _navigation(ctx) if link["href"]}
+    reachable = set(pack.files) | {"README.md", "manifest.json", "lesson.ipynb"} | {link["href"] for link in navigation(ctx) if link["href"]}
     problems = check_markdown(document, reachable,
                               f"{pack.name}/lesson.md (before notebook cells are removed)", tokens)
     if problems:
@@ -179,7 +179,7 @@ def _lesson_vars(ctx: LessonContext, env: jinja2.Environment, code: str) -> dict
         "answer": ctx.answer, "ui": ui, "text": text, "heading": ctx.heading, "code": code,
         "figures": [text.figures[f] for f in spec.figures],
         "questions": [(q, text.questions[q]) for q in spec.questions],
-        "hints": ctx.hints, "nav": _navigation(ctx), "cell_code": without_main_block(code),
+        "hints": ctx.hints, "nav": navigation(ctx), "cell_code": without_main_block(code),
         "setup_code": setup.strip(), "check_code": check.strip(),
         "places": {place["place"]: place for place in answer_places(ctx)},
         "placeholder": ui.checker["report_answer_here"], "vetoes": [text.rubric.vetoes[v] for v in spec.rubric.vetoes],
@@ -212,7 +212,7 @@ def answer_places(ctx: LessonContext, references: bool | None = None) -> list[di
     return places
 
 
-def _navigation(ctx: LessonContext) -> list[dict]:
+def navigation(ctx: LessonContext) -> list[dict]:
     """Previous and next lesson: a relative link inside the course bundle; in a single-lesson pack,
     the other pack's name (a link would be broken there). Planned lessons are never links."""
     entries = ctx.content.course.lessons
@@ -308,7 +308,7 @@ def _finalize_pack(ctx: LessonContext, env: jinja2.Environment, pack: Pack, veri
               *[f.name for f in spec.files if f.edition == "both" or ctx.answer], "requirements.txt", "manifest.json"]
     readme = env.get_template("pack/README.md.j2").render(
         heading=ctx.heading, edition_name=ctx.edition_name, ui=ui, kernel_file=spec.kernel_file,
-        hint_levels=len(ctx.hints), verification=_readme_verification(verification),
+        hint_levels=len(ctx.hints), verification=readme_verification(verification),
         files=[(name, descriptions.get(name, descriptions["kernel"])) for name in listed])
     files["README.md"] = readme.encode()
     values = ((verification or {}).get("bench") or {}).get("values")
@@ -318,7 +318,7 @@ def _finalize_pack(ctx: LessonContext, env: jinja2.Environment, pack: Pack, veri
     cells = [dataclasses.replace(cell, source=fill_measured(cell.source, values, ui.pack.measured_placeholder,
                                                             f"{pack.name}/lesson.ipynb"))
              if cell.kind == "markdown" else cell for cell in pack.cells]
-    measured = _measured_section(ctx, verification) if ctx.answer else ""
+    measured = measured_section(ctx, verification) if ctx.answer else ""
     if measured:
         files["README.md"] += ("\n" + measured).encode()
         files["lesson.md"] += ("\n" + measured).encode()
@@ -334,7 +334,7 @@ def _finalize_pack(ctx: LessonContext, env: jinja2.Environment, pack: Pack, veri
     return final
 
 
-def _measured_section(ctx: LessonContext, verification: dict | None) -> str:
+def measured_section(ctx: LessonContext, verification: dict | None) -> str:
     """The bench's own numbers from the verification run, as Markdown tables (never hand-typed)."""
     bench = (verification or {}).get("bench")
     if not bench:
@@ -376,7 +376,7 @@ def fill_measured(text: str, values: dict[str, str] | None, placeholder: str, wh
     return MEASURED.sub(value, text)
 
 
-def _readme_verification(verification: dict | None) -> dict | None:
+def readme_verification(verification: dict | None) -> dict | None:
     if verification is None:
         return None
     return {"runner": verification["runner_label"], "device": verification["device"],

@@ -244,7 +244,7 @@ class SlurmRunner:
 
     def _submit(self, jobdir: Path, script: Path, tracks: list[_Track]) -> None:
         s = self.settings
-        array = _ranges([t.index for t in tracks]) + (f"%{s.max_running}" if s.max_running else "")
+        array = array_ranges([t.index for t in tracks]) + (f"%{s.max_running}" if s.max_running else "")
         argv = ["sbatch", "--parsable", f"--array={array}", f"--job-name={s.job_name}", "--no-requeue",
                 f"--time={self._time_limit(tracks)}", f"--chdir={jobdir}",
                 f"--output={jobdir}/logs/%A_%a.out", f"--error={jobdir}/logs/%A_%a.err"]
@@ -296,7 +296,7 @@ class SlurmRunner:
         for line in done.stdout.splitlines():
             parts = line.strip().split("|", 3)
             if len(parts) == 4:
-                for job_id in _expand_ids(parts[0]):
+                for job_id in expand_ids(parts[0]):
                     rows[job_id] = (parts[1], parts[2], parts[3])
         return rows
 
@@ -414,7 +414,7 @@ class SlurmRunner:
 
 # ---- helpers --------------------------------------------------------------------------------
 
-def _ranges(indexes: list[int]) -> str:
+def array_ranges(indexes: list[int]) -> str:
     """[0, 1, 2, 5, 7, 8] -> '0-2,5,7-8' (sbatch --array syntax)."""
     parts, ordered = [], sorted(indexes)
     start = prev = ordered[0]
@@ -427,7 +427,7 @@ def _ranges(indexes: list[int]) -> str:
     return ",".join(parts)
 
 
-def _expand_ids(text: str) -> list[str]:
+def expand_ids(text: str) -> list[str]:
     """'12_3' -> ['12_3']; '12_[4-6,9%2]' (pending elements not yet split) -> ['12_4', '12_5', '12_6', '12_9']."""
     match = re.fullmatch(r"(\d+)_\[([^\]%]+)(%\d+)?\]", text)
     if not match:
