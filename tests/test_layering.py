@@ -184,8 +184,7 @@ def summary() -> str:
     known, edges, where = graph()
     by_folder: dict[str, list[str]] = defaultdict(list)
     for module in known:
-        path = known[module]
-        by_folder[folder(module)].append(path.stem if path.parent != PACKAGE else path.stem)
+        by_folder[folder(module)].append(known[module].stem)
     lines = ["modules per folder:"]
     lines += [f"  {name + '/':10} {len(ms):3}  {' '.join(sorted(ms))}" for name, ms in sorted(by_folder.items())]
     module_cycles = cycles(known, edges)
