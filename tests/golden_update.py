@@ -17,7 +17,7 @@ from generator.pipeline.build import render_all
 from generator.pipeline.options import BuildOptions
 from generator.render.html import strip_vendored
 from generator.content.loader import load_content
-from generator.release.quarto import quarto_projects
+from tests.quarto_project import quarto_projects
 from generator.render.render import finalize_pack, jinja_env
 
 GOLDEN = Path(__file__).resolve().parent / "golden"

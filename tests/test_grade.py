@@ -549,7 +549,7 @@ def test_launchers_added_to_a_running_sandboxs_seed_appear_whole(tmp_path):
 
 
 def test_a_kit_has_no_answer_to_make_launchers_from(lesson, tmp_path):
-    from generator.grade.lesson import load_kit, save_kit
-    save_kit(lesson, tmp_path / "kit.json")
+    from generator.grade.lesson import kit_json, load_kit
+    (tmp_path / "kit.json").write_text(kit_json(lesson), encoding="utf-8")
     assert load_kit(tmp_path / "kit.json").answer is None
     assert lesson.answer not in (tmp_path / "kit.json").read_text(encoding="utf-8")

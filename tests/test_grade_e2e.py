@@ -242,9 +242,9 @@ def test_the_command_line_in_english(graded, tmp_path, capsys):
 def test_gradescope_container_mode_from_a_kit(course, tmp_path):
     """What a Gradescope autograder runs: a kit (no content, so no answer, in the container), the
     student's files in the submission folder, results.json where Gradescope reads it."""
-    from generator.grade.lesson import save_kit
+    from generator.grade.lesson import kit_json
     content, lesson = course
-    save_kit(lesson, tmp_path / "kit.json")
+    (tmp_path / "kit.json").write_text(kit_json(lesson), encoding="utf-8")
     assert "propagate_nan=tl.PropagateNan.ALL" not in (tmp_path / "kit.json").read_text(encoding="utf-8")
     (tmp_path / "submission").mkdir()
     (tmp_path / "submission" / "relu.py").write_text(kernel(lesson, "tl.where(xv > 0.0, xv, 0.0)"), encoding="utf-8")

@@ -9,7 +9,7 @@ import pytest
 
 from generator.pipeline.build import render_all
 from generator.pipeline.options import BuildOptions
-from generator.gate.leaks import fingerprints, scan_files, scan_zip
+from generator.gate.leaks import fingerprints, scan_files, zip_meta
 from generator.content.loader import load_content
 
 REPO = Path(__file__).resolve().parent.parent
@@ -21,6 +21,14 @@ def setup():
     lesson = content.lessons["lesson03_relu"]
     pack = render_all(content, BuildOptions(locales=("en",)))[("lesson03_relu", "en")]["exercise"][1]
     return lesson, pack, fingerprints(lesson, "en")
+
+
+def scan_zip(data: bytes, prints, label: str) -> list[str]:
+    """A zip's entry names, archive comment and every entry's contents, scanned."""
+    with zipfile.ZipFile(io.BytesIO(data)) as archive:
+        files = {info.filename: archive.read(info) for info in archive.infolist()}
+        meta = {"(zip comment)": archive.comment, **zip_meta(archive.infolist())}
+    return scan_files({**files, **meta}, prints, label)
 
 
 def test_clean_exercise_has_no_leak(setup):

@@ -34,7 +34,7 @@ from generator.gate.leaks import fingerprints, normalise, scan_files
 from generator.content.markdown import parse
 from generator.files.pack import Pack, manifest
 from generator.gate.quarto_leaks import project_leaks
-from generator.release.quarto import quarto_projects
+from tests.quarto_project import quarto_projects
 from generator.render.quarto import ANSWER_DIR, as_written, exercise_view
 from generator.render.render import jinja_env
 from tests.conftest import REPO, unzip

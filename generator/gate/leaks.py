@@ -183,24 +183,16 @@ def _first_found(haystack: str, prints: tuple[Fingerprint, ...]) -> str | None:
                  if (len(fp.text) < MIN_CHUNK or fp.text[:MIN_CHUNK] in found) and fp.text in haystack), None)
 
 
-def scan_zip(data: bytes, prints: list[Fingerprint], label: str) -> list[str]:
-    """Entry names, the archive comment and every entry's contents."""
-    with zipfile.ZipFile(io.BytesIO(data)) as archive:
-        files = {info.filename: archive.read(info) for info in archive.infolist()}
-        meta = {"(zip comment)": archive.comment, **_zip_meta(archive.infolist())}
-    return scan_files({**files, **meta}, prints, label)
-
-
 def scan_pack_zip(pack: Pack, data: bytes, prints: list[Fingerprint], label: str) -> list[str]:
-    """scan_zip of the zip that archive.zip_pack made of pack, without inflating it again: zip_pack
+    """The leak scan of the zip that archive.zip_pack made of pack (entry names, the archive comment and every entry's contents), without inflating it again: zip_pack
     read every entry back and checked it against the manifest, so the entries are the pack's files.
     The names and comments are the zip's own."""
     with zipfile.ZipFile(io.BytesIO(data)) as archive:   # its central directory only
-        meta = {"(zip comment)": archive.comment, **_zip_meta(archive.infolist())}
+        meta = {"(zip comment)": archive.comment, **zip_meta(archive.infolist())}
     return scan_files({**{f"{pack.name}/{name}": body for name, body in pack.files.items()}, **meta}, prints, label)
 
 
-def _zip_meta(infos: list[zipfile.ZipInfo]) -> dict[str, bytes]:
+def zip_meta(infos: list[zipfile.ZipInfo]) -> dict[str, bytes]:
     return {"(zip entry names)": "\n".join(i.filename for i in infos).encode(),
             "(zip entry comments)": b"\n".join(i.comment for i in infos)}
 
@@ -223,7 +215,7 @@ def scan_bundle(path: Path, entries: Iterable[tuple[str, bytes]], prints: dict[s
         for info in archive.infolist():
             groups.setdefault(info.filename.split("/")[1] if info.filename.count("/") > 1 else "", []).append(info)
         for folder, infos in groups.items():
-            meta = _zip_meta(infos) | ({} if folder else {"(zip comment)": archive.comment})
+            meta = zip_meta(infos) | ({} if folder else {"(zip comment)": archive.comment})
             found += scan_files(meta, prints.get(folder, every) if folder else every, label)
     return found
 

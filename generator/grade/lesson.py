@@ -6,7 +6,7 @@ The submissions run against the course's source language's check.py; its sha256 
 hash that results are cached by. The other languages' checkers differ only in their messages:
 they re-render a result's lines in a student's language without running anything again.
 
-A grading kit (save_kit/load_kit, one JSON file) is the same without the content: the exercise
+A grading kit (kit_json/load_kit, one JSON file) is the same without the content: the exercise
 checkers, the texts and the lesson's description with its declared mistakes left out. It is what
 a Gradescope autograder ships (scripts/gradescope_autograder.py), so that no answer is in a
 container where students' code runs."""
@@ -21,7 +21,6 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from generator.files.cache import write_text_atomically
 from generator.errors import CoursepackError
 from generator.content.model import LessonSpec, Mistake
 from generator.gate.verify import expected_failures
@@ -194,10 +193,6 @@ def kit_json(lesson: GradeLesson) -> str:
            "languages": {loc: {"checker": lang.checker, "texts": lang.texts, "heading": lang.heading,
                                "colon": lang.colon} for loc, lang in lesson.languages.items()}}
     return json.dumps(kit, ensure_ascii=False)
-
-
-def save_kit(lesson: GradeLesson, path: Path) -> None:
-    write_text_atomically(path, kit_json(lesson))
 
 
 def load_kit(path: Path) -> GradeLesson:

@@ -18,7 +18,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Callable
 
 from generator.files.archive import replace_dir
 from generator.files.cache import BuildCache, key, write_text_atomically
@@ -42,8 +42,9 @@ from generator.grade.tasks import START_S, ResultStore, Unit, collect_results, h
 from generator.render.render import check_templates, jinja_env
 from generator.files.resources import TEMPLATES
 from generator.review.record import after_grading
-from generator.runners.base import Task, default_jobs
+from generator.runners.base import Task
 from generator.runners.factory import make_runner
+from generator.runners.options import RunnerOptions
 
 SUBMISSIONS_PER_PROCESS = 4
 
@@ -51,7 +52,10 @@ Progress = Callable[[str], None]
 
 
 @dataclass
-class GradeOptions:
+class GradeOptions(RunnerOptions):
+    """A grading run's settings; the runner's (runner, python, runner_command, slurm, jobs) are
+    RunnerOptions', keyword-only."""
+
     submissions: Path | None = None
     lesson: str = ""
     content: Path = Path("content")
@@ -60,11 +64,6 @@ class GradeOptions:
     build: Path | None = None           # the cache and job folders; default: build/ beside the content
     locale: str | None = None           # every feedback in this language
     roster: Path | None = None
-    runner: str = "auto"
-    python: str | None = None
-    runner_command: str | None = None
-    slurm: Any = None
-    jobs: int = field(default_factory=default_jobs)
     chunk: int | None = None            # submissions per task (default: all in one locally, 50 elsewhere)
     timeout: float | None = None        # seconds per case (default: the lesson's timeout_s)
     sandbox: str = "on"                 # "off": the documented opt-out; every output says so
@@ -200,8 +199,7 @@ def check_out_folder(out: Path) -> None:
 
 def _runner(options: GradeOptions, build: Path, progress: Progress):
     probes = BuildCache(build).probes
-    runner = make_runner(options.runner, options.python, options.runner_command, build / "triton-cache",
-                         probes / "auto.json", options.slurm, progress)
+    runner = make_runner(options, build / "triton-cache", probes / "auto.json", progress)
     if options.sandbox not in ("on", "off"):
         raise GradeError(f"--sandbox {options.sandbox}: expected on or off")
     if options.sandbox == "on" and runner.kind in ("cuda", "interpreter"):

@@ -207,8 +207,7 @@ def _build_once(options: BuildOptions, progress: Progress) -> BuildResult:
 
 def _runner_stamp(options: BuildOptions) -> str:
     probes = BuildCache(options.out).probes
-    runner = make_runner(options.runner, options.python, options.runner_command, None, probes / "auto.json",
-                         options.slurm)
+    runner = make_runner(options, None, probes / "auto.json")
     if runner.kind in ("command", "slurm"):
         return f"{runner.identity()}@{time.time()}"   # a remote runner can change at any time: never skip
     return runner.identity() + json.dumps(runner.probe(options.out, probes / f"{runner.kind}.json"), sort_keys=True)
@@ -441,8 +440,8 @@ def _in_order(results, workers: list, count: int) -> Iterator[Any]:
 
 def _runner(options: BuildOptions, progress: Progress):
     """The build's runner, already starting its warm task process where it has one."""
-    runner = make_runner(options.runner, options.python, options.runner_command, options.out / "triton-cache",
-                         BuildCache(options.out).probes / "auto.json", options.slurm, progress)
+    runner = make_runner(options, options.out / "triton-cache", BuildCache(options.out).probes / "auto.json",
+                         progress)
     runner.warm_up()
     return runner
 

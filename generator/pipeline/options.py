@@ -2,27 +2,23 @@
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
-
 from generator.files.resources import TEMPLATES   # built in; --templates overrides
-from generator.runners.base import default_jobs
+from generator.runners.options import RunnerOptions
 
 
 @dataclass
-class BuildOptions:
+class BuildOptions(RunnerOptions):
+    """A build's settings; the runner's (runner, python, runner_command, slurm, jobs) are
+    RunnerOptions', keyword-only."""
+
     content: Path = Path("content")
     templates: Path = TEMPLATES
     out: Path = Path("build")
     verify: bool = True
-    runner: str = "auto"
-    python: str | None = None
-    runner_command: str | None = None
-    jobs: int = field(default_factory=default_jobs)
     notebook: bool = True
     sandbox: str = "auto"   # auto | on | off: the checker's sandbox for the answer and the mistakes
     lessons: tuple[str, ...] = ()
     locales: tuple[str, ...] = ()
-    slurm: Any = None   # SlurmSettings, for runner "slurm"
     draft: bool = False   # every translation built as a draft (missing units fall back, marked)
 
 

@@ -8,11 +8,15 @@ from typing import Callable
 
 from generator.runners.base import RunnerError
 from generator.runners.local import Runner
+from generator.runners.options import RunnerOptions
 from generator.runners.slurm import SlurmSettings, SlurmVerifier
 
 
-def make_runner(kind: str, python: str | None, template: str | None, cache_dir: Path | None,
-                probe_cache: Path | None = None, slurm=None, progress: Callable[[str], None] = lambda _: None):
+def make_runner(options: RunnerOptions, cache_dir: Path | None, probe_cache: Path | None = None,
+                progress: Callable[[str], None] = lambda _: None):
+    """The runner of options.runner (auto: cuda where torch sees a GPU, else the interpreter);
+    cache_dir: Triton's cache for local runners; probe_cache: where auto's probe is kept."""
+    kind, python, template, slurm = options.runner, options.python, options.runner_command, options.slurm
     if kind == "slurm":
         settings = slurm or SlurmSettings()
         return SlurmVerifier(settings.model_copy(update={"python": python}) if python else settings, progress)
