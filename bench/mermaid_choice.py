@@ -24,7 +24,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from generator.pipeline.build import build
+from generator.pipeline.build import build  # noqa: E402
 from generator.pipeline.options import BuildOptions  # noqa: E402
 from generator.render.html import mermaid_script, strip_vendored  # noqa: E402
 from generator.content.markdown import parse  # noqa: E402

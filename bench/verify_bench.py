@@ -25,7 +25,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from generator.pipeline.build import build
+from generator.pipeline.build import build  # noqa: E402
 from generator.pipeline.options import BuildOptions  # noqa: E402
 from generator.runners.local import close_servers  # noqa: E402
 from generator.skeleton import init_course  # noqa: E402

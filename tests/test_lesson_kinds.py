@@ -17,7 +17,7 @@ import torch
 from generator.checker import join
 
 from generator.cli import main
-from tests.conftest import REPO, unzip
+from tests.conftest import unzip
 
 pytestmark = pytest.mark.slow
 
