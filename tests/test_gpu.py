@@ -120,7 +120,7 @@ def test_cuda_context_bench_smoke():
             result.stdout
 
 
-# --- check.py --bench on the GPU: the trusted side's timing and refusals (generator/checker/bench.py) ---
+# --- check.py --bench on the GPU: the trusted side's timing and refusals (generator/checker/untrusted/bench.py) ---
 
 @pytest.fixture(scope="module")
 def bench_gpu_pack(tmp_path_factory):

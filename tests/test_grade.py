@@ -518,7 +518,7 @@ def test_launchers_added_to_a_running_sandboxs_seed_appear_whole(tmp_path):
     """add_launchers: the staged seed (mounted in the sandbox) gets the launchers made after the
     factory started, each one renamed into place complete; a worker's copy skips one being added,
     and takes it before it loads the code it checks (refresh_seed)."""
-    from generator.checker import sandbox
+    from generator.checker.shared import sandbox
     cache = tmp_path / "cache"
     for name, files in (("L1", ["__triton_launcher.so"]), ("K1", ["relu.cubin", "relu.ttir"])):
         (cache / name).mkdir(parents=True)

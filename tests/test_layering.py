@@ -222,6 +222,14 @@ def test_imports_go_one_way():
     assert found == [], "imports against the direction:\n  " + "\n  ".join(found)
 
 
+def test_nothing_outside_the_checker_imports_its_untrusted_side_or_its_jobs():
+    known, edges, where = graph()
+    found = [f"{where[module, target]}: {module} imports {target}" for module in sorted(edges)
+             for target in sorted(edges[module]) if folder(module) != "checker"
+             and target.startswith(("generator.checker.untrusted", "generator.checker.jobs"))]
+    assert found == [], "the untrusted side and the job scripts are check.py's own:\n  " + "\n  ".join(found)
+
+
 def test_no_private_names_imported_across_modules():
     found = private_imports()
     assert found == [], "private names imported across modules (make them public or test through " \

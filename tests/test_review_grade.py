@@ -27,7 +27,7 @@ ANSWER = "tl.maximum(xv, 0.0, propagate_nan=tl.PropagateNan.ALL)"
 
 @pytest.fixture(scope="module")
 def course(tmp_path_factory):
-    from generator.checker.sandbox import sandbox_problem
+    from generator.checker.shared.sandbox import sandbox_problem
     why = sandbox_problem()
     if why:
         pytest.skip(f"no sandbox here: {why}")

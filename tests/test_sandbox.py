@@ -1,4 +1,4 @@
-"""The sandbox by allow-list (generator/checker/sandbox.py): what its mount plan binds, what a
+"""The sandbox by allow-list (generator/checker/shared/sandbox.py): what its mount plan binds, what a
 worker sees from inside (a real bubblewrap where one runs here), that every process a worker
 starts ends with it, that workers share no /tmp or /dev/shm; file events at any depth; and that
 grading caches no result that a submission's escape attempt may have touched (grade/tasks.py)."""
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from generator.checker import sandbox
+from generator.checker.shared import sandbox
 from generator.grade.tasks import ResultStore, collect_results, harvest, plan, uncacheable, Unit
 from generator.runners.base import TaskResult
 

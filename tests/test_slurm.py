@@ -156,7 +156,7 @@ def test_two_tasks_run_at_once_through_staging(cluster, timeout_run, tmp_path):
 def test_a_class_is_graded_in_one_job_array(cluster, tmp_path):
     """`coursepack grade --runner slurm`: submissions chunked per array element, all in one job
     (in the sandbox where bubblewrap runs on the node)."""
-    from generator.checker.sandbox import sandbox_problem
+    from generator.checker.shared.sandbox import sandbox_problem
     from generator.grade.lesson import load_lesson
     from generator.grade.run import GradeOptions, grade
     from tests.conftest import small_lesson_copy

@@ -12,8 +12,9 @@ from functools import lru_cache
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-ORDER = ("common", "environment", "provenance", "static", "protocol", "cases", "verdict", "memory", "worker",
-         "sandbox", "zygote", "supervisor", "present", "bench", "main")
+ORDER = ("shared/common", "shared/environment", "trusted/provenance", "trusted/static", "shared/protocol",
+         "trusted/cases", "trusted/verdict", "trusted/memory", "untrusted/worker", "shared/sandbox",
+         "untrusted/zygote", "trusted/supervisor", "trusted/present", "untrusted/bench", "main")
 DATA_LINE = "LESSON = {}  # coursepack:data"
 INTRODUCTION = """This process never imports the code it checks: it computes every case's inputs and expected
 output, and workers (child processes) import the code, run it and hand back data only, which is
@@ -88,7 +89,7 @@ def joined() -> str:
                                 "(check.py is one namespace)")
             owners[defined] = name
         imports += [line for line in found if line not in imports]
-        bodies.append(f"# {'-' * 93}\n# {name}.py\n# {'-' * 93}\n\n{body}")
+        bodies.append(f"# {'-' * 93}\n# {Path(name).name}.py\n# {'-' * 93}\n\n{body}")   # the file's name alone
     plain = sorted(i for i in imports if i.startswith("import "))
     froms = sorted(i for i in imports if i.startswith("from "))
     text = _header() + "\n".join(plain + froms) + "\n\n\n" + "\n\n".join(bodies)

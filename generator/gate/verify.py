@@ -13,7 +13,7 @@ Per lesson and locale, on the generated files (never the sources):
   bench             (GPU) the lesson's bench.py runs; its numbers go into the packs
 The answer and the mistakes run in the checker's sandbox where bubblewrap can run there.
 
-One task per lesson runs all of it (generator/checker/verify_job.py), so a runner starts torch
+One task per lesson runs all of it (generator/checker/jobs/verify_job.py), so a runner starts torch
 once per lesson, not once per step. Kernel files that differ only in comments (the same answer in
 two languages) run once; every record still says what was verified for its pack.
 """
@@ -38,7 +38,7 @@ from generator.files.pack import Pack
 from generator.runners.base import Task, TaskResult
 from generator.runners.local import Runner
 
-VERIFY_JOB = Path(__file__).parent.parent / "checker" / "verify_job.py"
+VERIFY_JOB = Path(__file__).parent.parent / "checker" / "jobs" / "verify_job.py"
 JOB_TIMEOUT_S = 3600
 Progress = Callable[[str], None]
 

@@ -53,8 +53,8 @@ from pathlib import Path, PurePosixPath
 
 from ruamel.yaml import YAML
 
-from generator.checker.common import without_main_block
-from generator.checker.static import blank_lines
+from generator.checker.shared.common import without_main_block
+from generator.checker.trusted.static import blank_lines
 from generator.grade.lesson import GradeLesson
 from generator.gate.verify import code_key
 

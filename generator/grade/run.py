@@ -3,7 +3,7 @@ every submission read), then run only the code whose result is not cached, then 
 output at once: the output folder is swapped in whole, so it is never half written.
 
     collect (collect.py, roster.py) -> units and the cache (tasks.py) -> runner tasks (tasks.py,
-    generator/checker/grade_job.py) -> rows (rows.py) -> grades.csv (gradebook.py),
+    generator/checker/jobs/grade_job.py) -> rows (rows.py) -> grades.csv (gradebook.py),
     feedback/ (feedback.py), gradescope/ (gradescope.py), summary.md/.html (summary.py)
 
 `grade_in_container` is the same for one student inside a Gradescope autograder container."""
@@ -22,7 +22,7 @@ from typing import Callable
 
 from generator.files.archive import replace_dir
 from generator.files.cache import BuildCache, key, write_text_atomically
-from generator.checker.sandbox import launcher_entries, sandbox_problem
+from generator.checker.shared.sandbox import launcher_entries, sandbox_problem
 from generator.errors import CoursepackError
 from generator.grade import gradescope as gs
 from generator.grade.answers import answers_json, attach_answers

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import jinja2
 
-from generator.checker.common import without_main_block as checker_lines_before_main
+from generator.checker.shared.common import without_main_block as checker_lines_before_main
 from generator.files.archive import constant_part
 from generator.checker.join import DATA_LINE, joined, with_data
 from generator.content.codegen import blank_index, render_code

@@ -1,6 +1,6 @@
 """Runners on this machine: its GPU, the Triton interpreter on its CPU, or a command template (ssh,
 srun, docker), with the warm task server that forks each step from one torch import. A runner runs
-tasks: a folder and a command each; one task verifies one lesson (generator/checker/verify_job.py is
+tasks: a folder and a command each; one task verifies one lesson (generator/checker/jobs/verify_job.py is
 what the command runs). The types they share are in base.py; make_runner (factory.py) picks one.
 """
 
@@ -24,7 +24,7 @@ from typing import Callable
 
 from generator.runners.base import PROBE_SCRIPT, RunnerError, RunResult, Task, TaskResult
 
-TASK_SERVER = Path(__file__).resolve().parent.parent / "checker" / "task_server.py"
+TASK_SERVER = Path(__file__).resolve().parent.parent / "checker" / "jobs" / "task_server.py"
 _SERVERS: dict[str, "TaskServer"] = {}
 # Read when torch or triton is imported (the server's import serves every task): a change starts a
 # new server. Every other variable is the task's own (the child takes the environment of its request).
@@ -35,7 +35,7 @@ _SERVERS_LOCK = threading.Lock()
 
 
 class TaskServer:
-    """A warm process (generator/checker/task_server.py) that imported torch and triton once and
+    """A warm process (generator/checker/jobs/task_server.py) that imported torch and triton once and
     forks a child per script task: a lesson's verification then starts without importing them.
     One per runner Python and environment, for the life of this process (a test session runs many
     builds); every request is answered, and a dead server makes run() return None (the caller

@@ -14,11 +14,11 @@ import sys
 import time
 import traceback
 
-from .common import GPU_FAULT_WORDS, GUARD, LESSON
-from .cases import make_inputs
-from .memory import accept_descriptors, dense_strides, map_region, region_arguments
-from .protocol import checksum, tensor_bytes, tensor_header
-from .sandbox import quiet_folders, reported_file_event
+from ..shared.common import GPU_FAULT_WORDS, GUARD, LESSON
+from ..trusted.cases import make_inputs
+from ..trusted.memory import accept_descriptors, dense_strides, map_region, region_arguments
+from ..shared.protocol import checksum, tensor_bytes, tensor_header
+from ..shared.sandbox import quiet_folders, reported_file_event
 
 WATCHED = {"socket.connect": "network", "socket.bind": "network", "socket.sendto": "network",
            "socket.getaddrinfo": "network", "os.kill": "signal", "os.killpg": "signal",

@@ -16,8 +16,8 @@ import signal
 import socket
 import time
 
-from .common import GUARD, LESSON
-from .protocol import DTYPES, ProtocolError
+from ..shared.common import GUARD, LESSON
+from ..shared.protocol import DTYPES, ProtocolError
 from .verdict import judge
 
 ALIGN = 4096

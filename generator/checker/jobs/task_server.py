@@ -28,8 +28,8 @@ import time
 import traceback
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))   # this checkout's generator package
-from generator.checker.common import leave  # noqa: E402
+sys.path.insert(0, str(Path(__file__).resolve().parents[3]))   # this checkout's generator package
+from generator.checker.shared.common import leave  # noqa: E402
 
 _WRITE = threading.Lock()
 
@@ -93,7 +93,7 @@ def main():
     started = time.monotonic()
     # torch and triton imported as every checker path imports them (TRITON_INTERPRET decided
     # before triton), shared by every child; nothing here starts CUDA
-    from generator.checker.environment import prepare
+    from generator.checker.shared.environment import prepare
     prepare(force_interpreter=os.environ.get("TRITON_INTERPRET") == "1")
     write({"ready": round(time.monotonic() - started, 3)})
     tasks, lock = {}, threading.Lock()

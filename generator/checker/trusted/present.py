@@ -3,7 +3,7 @@ the submission report. Made in the trusted process from the verdicts and what wa
 import json
 from pathlib import Path
 
-from .common import HERE, LESSON, msg
+from ..shared.common import HERE, LESSON, msg
 
 
 class Evaluation:

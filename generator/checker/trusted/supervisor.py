@@ -14,16 +14,16 @@ import sys
 import threading
 import time
 
-from .common import GUARD, HERE, LESSON, exit_text, msg
+from ..shared.common import GUARD, HERE, LESSON, exit_text, msg
 from .cases import error_scale, expected_output, make_inputs, skip_reason
-from .environment import thread_count
-from .protocol import Channel, ProtocolError, check_frame, checksum, tensor_bytes
-from .sandbox import (SCRATCH_ROOT, add_launchers, nobody_reaches_the_gpu, sandbox_command, sandbox_staging,
+from ..shared.environment import thread_count
+from ..shared.protocol import Channel, ProtocolError, check_frame, checksum, tensor_bytes
+from ..shared.sandbox import (SCRATCH_ROOT, add_launchers, nobody_reaches_the_gpu, sandbox_command, sandbox_staging,
                       stage_launcher_seed)
 from .static import kernels_defined, source_encoding, syntax_error
 from .memory import offer_descriptors, share_case
 from .verdict import in_interpreter, judge
-from .zygote import fork_zygote
+from ..untrusted.zygote import fork_zygote
 
 START_MARGIN_S = 120     # a worker's start: importing torch (a spawned one), CUDA, the first compile
 GIVE_UP_AFTER = 3        # cases that each lost their worker, with nothing run to a verdict, before the rest are not run

@@ -10,7 +10,7 @@ import tokenize
 import warnings
 from pathlib import Path
 
-from .common import BLANK, HERE, LESSON, msg, without_main_block
+from ..shared.common import BLANK, HERE, LESSON, msg, without_main_block
 from .provenance import (enclosing_function, fill_problem, is_jit, kernel_scope, reference_operations, same_but_blank,
                          torch_computations)
 

@@ -4,7 +4,7 @@ lesson's reference: computed by the trusted process, in which no submission was 
 drew other numbers only gets its own output compared with the right reference.)"""
 import zlib
 
-from .common import LESSON
+from ..shared.common import LESSON
 
 REFERENCE = {}   # the lesson's reference.py, run once in the trusted process
 

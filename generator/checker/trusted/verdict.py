@@ -3,9 +3,9 @@ with the trusted reference, and the most telling reason. Runs only in the truste
 import ast
 import inspect
 
-from .common import LESSON
+from ..shared.common import LESSON
 from .cases import reference_namespace
-from .protocol import DTYPES, ProtocolError, read_tensor
+from ..shared.protocol import DTYPES, ProtocolError, read_tensor
 
 MAX_NAME = 80   # a worker's free text (a type's name, an error) is cut to a length
 

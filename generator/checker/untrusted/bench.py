@@ -23,12 +23,12 @@ import tempfile
 import time
 from pathlib import Path
 
-from .common import EXIT_FAIL, EXIT_PASS, EXIT_UNRUNNABLE, HERE, LESSON, msg
-from .cases import error_scale, expected_output, make_inputs, skip_reason
-from .environment import prepare
-from .memory import Region, dense_strides, image, lay_out
-from .supervisor import Supervisor
-from .verdict import compare
+from ..shared.common import EXIT_FAIL, EXIT_PASS, EXIT_UNRUNNABLE, HERE, LESSON, msg
+from ..trusted.cases import error_scale, expected_output, make_inputs, skip_reason
+from ..shared.environment import prepare
+from ..trusted.memory import Region, dense_strides, image, lay_out
+from ..trusted.supervisor import Supervisor
+from ..trusted.verdict import compare
 from .worker import clock_functions, import_student
 
 SMOKE = False

@@ -20,11 +20,11 @@ import socket
 import sys
 import time
 
-from .common import leave
-from .environment import prepare, warm_compile_key, warm_compiler
-from .memory import resume_group, stop_group
-from .protocol import Channel
-from .sandbox import isolate, join_cgroups, make_worker_cgroups, own_pids_work, refresh_seed, remove_cgroup
+from ..shared.common import leave
+from ..shared.environment import prepare, warm_compile_key, warm_compiler
+from ..trusted.memory import resume_group, stop_group
+from ..shared.protocol import Channel
+from ..shared.sandbox import isolate, join_cgroups, make_worker_cgroups, own_pids_work, refresh_seed, remove_cgroup
 from .worker import SCRATCH, serve  # noqa: F401
 
 

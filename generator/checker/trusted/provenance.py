@@ -9,7 +9,7 @@ the torch computations outside its kernels that could produce the answer by them
 operations the lesson's reference uses, with their torch aliases."""
 import ast
 
-from .common import msg
+from ..shared.common import msg
 
 # Attributes a Triton value has in a kernel beyond its class's public methods (instance fields
 # and the pointer type's element type). Never `handle`: in the interpreter that is numpy data.
