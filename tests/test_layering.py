@@ -184,7 +184,9 @@ def summary() -> str:
     known, edges, where = graph()
     by_folder: dict[str, list[str]] = defaultdict(list)
     for module in known:
-        by_folder[folder(module)].append(known[module].stem)
+        path = known[module].relative_to(PACKAGE)
+        inner = path.relative_to(path.parts[0]) if len(path.parts) > 1 else path
+        by_folder[folder(module)].append(inner.with_suffix("").as_posix())
     lines = ["modules per folder:"]
     lines += [f"  {name + '/':10} {len(ms):3}  {' '.join(sorted(ms))}" for name, ms in sorted(by_folder.items())]
     module_cycles = cycles(known, edges)
