@@ -20,7 +20,7 @@ endif
 
 export PYTHONPATH := $(CURDIR)$(if $(PYTHONPATH),:$(PYTHONPATH))
 
-.PHONY: packs verify test test-gpu test-slurm golden bench clean distclean
+.PHONY: packs verify lint test test-gpu test-slurm golden bench clean distclean
 
 packs: $(SETUP)
 	$(PY) -m generator build --runner $(RUNNER) $(if $(JOBS),-j $(JOBS)) $(if $(SLURM_CONFIG),--slurm-config $(SLURM_CONFIG)) $(ARGS)
@@ -28,10 +28,17 @@ packs: $(SETUP)
 verify: $(SETUP)
 	$(PY) -m generator verify --runner $(RUNNER) $(if $(JOBS),-j $(JOBS)) $(if $(SLURM_CONFIG),--slurm-config $(SLURM_CONFIG)) $(ARGS)
 
+# ruff (pinned in requirements/lock.txt; settings and what it leaves out in pyproject.toml): the lint
+# rules, then the formatting, checked; `ruff format` (and `ruff check --fix`) rewrite the files.
+RUFF := $(if $(strip $(PYTHON)),$(PY) -m ruff,$(VENV)/bin/ruff)
+lint: $(SETUP)
+	$(RUFF) check .
+	$(RUFF) format --check .
+
 # The suite runs in one process per CPU and one more (pytest-xdist; the Slurm and browser files
 # mostly wait), a test file per process at a time; TEST_PROCS=0 runs it in this process alone.
 TEST_PROCS ?= $(shell python3 -c "import os; print((os.cpu_count() or 1) + 1)")
-test: $(SETUP)
+test: $(SETUP) lint
 	$(PY) -m pytest -q -n $(TEST_PROCS) --dist loadfile --no-loadscope-reorder $(ARGS)
 
 # GPU tests only (they skip, with the reason, where no CUDA GPU is visible).

@@ -49,7 +49,7 @@ sys.path.insert(0, str(REPO))
 from ruamel.yaml import YAML  # noqa: E402
 
 from generator.errors import CoursepackError  # noqa: E402
-from generator.translate import bless, status  # noqa: E402
+from generator.content.translate import bless, status  # noqa: E402
 
 TEMPLATE_LESSON = "lesson03_relu"
 SIZES = [1, 10, 100, 1000]

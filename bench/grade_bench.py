@@ -70,8 +70,8 @@ def entry_prefixed(code: str, entry: str, line: str) -> str:
 
 def write_class(lesson_id: str, n: int, folder: Path) -> tuple[Path, Counter]:
     """The class folder (sNNN.py files) and check.py of a lesson; how many of each kind."""
-    from generator.loader import load_content
-    from generator.render import LessonContext, checker_source, mistake_code
+    from generator.content.loader import load_content
+    from generator.render.render import LessonContext, checker_source, mistake_code
     content = load_content(REPO / "content")
     lesson = content.lessons[lesson_id]
     spec = lesson.spec

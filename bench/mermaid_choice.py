@@ -24,9 +24,10 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from generator.build import BuildOptions, build  # noqa: E402
-from generator.html import mermaid_script, strip_vendored  # noqa: E402
-from generator.markdown import parse  # noqa: E402
+from generator.pipeline.build import build  # noqa: E402
+from generator.pipeline.options import BuildOptions  # noqa: E402
+from generator.render.html import mermaid_script, strip_vendored  # noqa: E402
+from generator.content.markdown import parse  # noqa: E402
 from tests.chromium import missing, new_driver, wait_for_figures  # noqa: E402
 
 

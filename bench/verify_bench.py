@@ -25,15 +25,16 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from generator.build import BuildOptions, build  # noqa: E402
-from generator.runners import _close_servers  # noqa: E402
+from generator.pipeline.build import build  # noqa: E402
+from generator.pipeline.options import BuildOptions  # noqa: E402
+from generator.runners.local import close_servers  # noqa: E402
 from generator.skeleton import init_course  # noqa: E402
 
 
 def timed_build(options: BuildOptions) -> tuple[float, dict]:
     """One build as `make packs` runs it: in a fresh process but for the generator's import, so the
     runner's warm task process from an earlier build in this one is stopped first."""
-    _close_servers()
+    close_servers()
     start = time.monotonic()
     build(options, progress=lambda _: None)
     seconds = time.monotonic() - start

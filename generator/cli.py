@@ -8,12 +8,13 @@ import json
 import sys
 from pathlib import Path
 
-from generator.build import TEMPLATES, BuildOptions, build, clean, render_all, verify_only
-from generator.memo import build_memo
+from generator.pipeline.build import TEMPLATES, build, clean, render_all, verify_only
+from generator.pipeline.options import BuildOptions
+from generator.files.memo import build_memo
 from generator.skeleton import init_course
 from generator.errors import CoursepackError
-from generator.loader import load_content
-from generator.runners import default_jobs
+from generator.content.loader import load_content
+from generator.runners.base import default_jobs
 
 EXIT_OK, EXIT_ERROR = 0, 1
 # --slurm-OPTION: (setting it overrides, metavar, example)
@@ -220,7 +221,7 @@ def _options(args: argparse.Namespace, verify: bool) -> BuildOptions:
 def slurm_settings(args: argparse.Namespace):
     """The SlurmSettings of --runner slurm: the --slurm-config file, then the --slurm-* overrides
     (--python, when given, is the Python on the nodes)."""
-    from generator.slurm import load_settings
+    from generator.runners.slurm import load_settings
     overrides = {key: getattr(args, f"slurm_{key}") for key, _, _ in SLURM_OVERRIDES.values()}
     overrides["python"] = getattr(args, "python", None)
     options = {key: f"--slurm-{option}" for option, (key, _, _) in SLURM_OVERRIDES.items()}
@@ -228,7 +229,7 @@ def slurm_settings(args: argparse.Namespace):
 
 
 def _i18n(args: argparse.Namespace) -> int:
-    from generator import translate
+    from generator.content import translate
     if args.i18n_command == "status":
         report = translate.status(args.content, args.locale)
         print(json.dumps(report, ensure_ascii=False, indent=1) if args.json else translate.render_status(report))
@@ -251,7 +252,7 @@ def _i18n(args: argparse.Namespace) -> int:
 
 
 def _po(args: argparse.Namespace) -> int:
-    from generator import translate_po
+    from generator.content import translate_po
     if args.i18n_command == "export":
         if (args.locale is None) != args.pot:
             raise CoursepackError("say what to export: a LOCALE, or --pot for templates")
@@ -283,7 +284,7 @@ def main(argv: list[str] | None = None) -> int:
             options = _options(args, verify=False)
             content = load_content(options.content, options.draft)
             render_all(content, options)
-            from generator.translate import draft_summary
+            from generator.content.translate import draft_summary
             print("\n".join(draft_summary(content) + ["content is valid; every pack renders; no answer leaks"]))
         elif args.command == "clean":
             clean(BuildOptions(out=args.out))
@@ -292,7 +293,7 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"wrote {path}")
             print(f"next: cd {args.dir} && coursepack build   (or: coursepack build --content {args.dir / 'content'})")
         elif args.command == "i18n":
-            with build_memo():   # a run's memo (generator.memo), dropped when it ends
+            with build_memo():   # a run's memo (generator.files.memo), dropped when it ends
                 return _i18n(args)
         elif args.command == "grade":
             with build_memo():

@@ -21,7 +21,7 @@ if [ -n "${BWRAP_DIR:-}" ]; then
   export PATH="$BWRAP_DIR:$PATH" LD_LIBRARY_PATH="$BWRAP_DIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 fi
 SANDBOX=${SANDBOX:-on}
-if [ "$SANDBOX" = on ] && ! python3 -c 'import sys; from generator.checker.sandbox import sandbox_problem as p; w = p(); print(w or "sandbox: bubblewrap"); sys.exit(1 if w else 0)'; then
+if [ "$SANDBOX" = on ] && ! python3 -c 'import sys; from generator.checker.shared.sandbox import sandbox_problem as p; w = p(); print(w or "sandbox: bubblewrap"); sys.exit(1 if w else 0)'; then
   SANDBOX=off
   echo "grade_gpu: no sandbox here: grading with --sandbox off (every output says so)"
 fi

@@ -17,7 +17,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "generator" / "checker"))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "generator" / "checker" / "shared"))
 import sandbox  # noqa: E402  (standalone: the standard library only)
 
 INSIDE = r"""

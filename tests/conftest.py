@@ -16,8 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from generator.build import BuildOptions, build
-from generator.memo import build_memo
+from generator.pipeline.build import build
+from generator.pipeline.options import BuildOptions
+from generator.files.memo import build_memo
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -65,7 +66,7 @@ def pytest_collection_modifyitems(config, items):
 
 @pytest.fixture(autouse=True)
 def _memo():
-    """Each test runs as a build does, with a memo of its own (generator.memo), dropped after it."""
+    """Each test runs as a build does, with a memo of its own (generator.files.memo), dropped after it."""
     with build_memo():
         yield
 

@@ -13,11 +13,12 @@ import shutil
 from functools import lru_cache
 from pathlib import Path
 
-from generator.build import BuildOptions, render_all
-from generator.html import strip_vendored
-from generator.loader import load_content
-from generator.quarto import quarto_projects
-from generator.render import finalize_pack, jinja_env
+from generator.pipeline.build import render_all
+from generator.pipeline.options import BuildOptions
+from generator.render.html import strip_vendored
+from generator.content.loader import load_content
+from tests.quarto_project import quarto_projects
+from generator.render.render import finalize_pack, jinja_env
 
 GOLDEN = Path(__file__).resolve().parent / "golden"
 QUARTO_GOLDEN = GOLDEN.with_name("golden_quarto")   # the Quarto projects (tests/test_quarto.py)

@@ -42,7 +42,7 @@ def test_the_corpus_is_what_the_issue_lists():
 def small_pack(tmp_path_factory) -> Path:
     """Lesson 3's exercise pack (English) with five of its cases (its mistakes cut to match),
     built without verification."""
-    from generator.build import build
+    from generator.pipeline.build import build
     root = tmp_path_factory.mktemp("corpus")
     small_lesson_copy(root, KEEP)
     options = options_for(root, verify=False, lessons=("lesson03_relu",), locales=("en",))

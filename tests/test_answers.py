@@ -17,10 +17,10 @@ import pytest
 from generator.grade.answers import answered_cell, answers_of, labels, read_document
 from generator.grade.collect import collect, submission_of
 from generator.grade.lesson import load_lesson
-from generator.loader import load_content
-from generator.notebook import PART_KEY
-from generator.render import LessonContext, jinja_env, render_pack
-from generator.resources import TEMPLATES
+from generator.content.loader import load_content
+from generator.render.notebook import PART_KEY
+from generator.render.render import LessonContext, jinja_env, render_pack
+from generator.files.resources import TEMPLATES
 from tests.conftest import REPO
 
 PARTS = ["explanation", "failures", "q1", "q2", "q3"]   # lesson 3's answer places, in the pack's order

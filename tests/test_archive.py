@@ -3,8 +3,8 @@ import zipfile
 
 import pytest
 
-from generator.archive import ArchiveError, constant_part, deflate, replace_dir, safe_entry, zip_pack
-from generator.pack import Pack, manifest
+from generator.files.archive import ArchiveError, constant_part, deflate, replace_dir, safe_entry, zip_pack
+from generator.files.pack import Pack, manifest
 
 
 def sample() -> Pack:
@@ -78,11 +78,11 @@ def test_a_crc_combined_around_constant_parts_is_zlibs():
     zlib.crc32, wherever the parts are (or are not)."""
     import random
     import zlib
-    from generator.archive import _times, _x_power, crc32
+    from generator.files.archive import crc_times, crc_x_power, crc32
     rng = random.Random(5)
     for size in (0, 1, 3, 64, 4097, 1 << 17, 3_600_001):
         head, tail = rng.randbytes(rng.randrange(50)), rng.randbytes(size)
-        assert _times(_x_power(8 * size), zlib.crc32(head)) ^ zlib.crc32(tail) == zlib.crc32(head + tail)
+        assert crc_times(crc_x_power(8 * size), zlib.crc32(head)) ^ zlib.crc32(tail) == zlib.crc32(head + tail)
     blob = constant_part(bytes(rng.randrange(97, 123) for _ in range(1 << 17)))
     for data in (b"", b"x", blob, b"head" + blob, blob + b"tail", b"h" + blob + b"m" + blob + b"t", blob[:-1]):
         assert crc32(data) == zlib.crc32(data)

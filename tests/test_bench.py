@@ -71,7 +71,7 @@ def test_grade_bench_smoke_times_grading_against_xargs():
 
 
 def _no_sandbox() -> bool:
-    from generator.checker.sandbox import sandbox_problem
+    from generator.checker.shared.sandbox import sandbox_problem
     return sandbox_problem() is not None
 
 
@@ -98,12 +98,12 @@ def test_similarity_bench_smoke_prints_recall_and_false_positives():
                      r"seconds \d+\.\d+$", result.stdout, re.M), result.stdout
 
 
-# --- check.py --bench: the trusted side's own timing and its refusals (generator/checker/bench.py) ---
+# --- check.py --bench: the trusted side's own timing and its refusals (generator/checker/untrusted/bench.py) ---
 
 def test_rows_beyond_the_device_copy_or_cublas_are_refused():
     """A row's GB/s past the device copy's (10 % headroom) or TFLOP/s past cuBLAS's (25 %) cannot
     come from a kernel: refused by name; plausible rows, and rows without numbers, are not."""
-    from generator.checker.bench import refused_rows
+    from generator.checker.untrusted.bench import refused_rows
     ceiling = {"copy_gbps": 4000.0, "tflops": 800.0}
     result = {"tables": {
         "blocks": [{"name": "device copy", "gbps": 4100.0}, {"name": "relu.py, BLOCK=1024", "gbps": 4399.0},
@@ -118,7 +118,7 @@ def test_rows_beyond_the_device_copy_or_cublas_are_refused():
 def bench_pack(tmp_path_factory) -> Path:
     """Lesson 3's exercise pack with five of its cases (as the adversarial corpus has), built without
     verification."""
-    from generator.build import build
+    from generator.pipeline.build import build
     root = tmp_path_factory.mktemp("bench")
     small_lesson_copy(root, ["seed", "tail_257", "random_f16", "empty", "special_f32"])
     build(options_for(root, verify=False, lessons=("lesson03_relu",), locales=("en",)), progress=lambda _: None)
@@ -163,14 +163,14 @@ def test_check_bench_refuses_a_kernel_that_memoizes_by_input_address(bench_pack,
 def test_the_timed_case_is_the_bench_literal_read_never_run(tmp_path, monkeypatch):
     """TRUSTED_CASE is read from bench.py's text (a file that would fail if run); without it, or on
     the CPU for a GPU-only one, the lesson's largest case that runs here."""
-    from generator.checker import bench
+    from generator.checker.untrusted import bench
     (tmp_path / "bench.py").write_text('raise SystemExit("never run")\nTRUSTED_CASE = {"dims": {"N": 64}, '
                                        '"gpu_only": True}\n', encoding="utf-8")
     lesson = {"bench": "bench.py", "cases": [{"id": "small", "dims": {"N": 5}}, {"id": "big", "dims": {"N": 300}},
                                              {"id": "huge", "dims": {"N": 9000}, "gpu_only": True}]}
     monkeypatch.setattr(bench, "HERE", tmp_path)
     monkeypatch.setattr(bench, "LESSON", lesson)
-    monkeypatch.setattr("generator.checker.cases.LESSON", lesson)
+    monkeypatch.setattr("generator.checker.trusted.cases.LESSON", lesson)
     assert bench.timed_case(True) == {"id": "trusted_bench", "dims": {"N": 64}, "gpu_only": True, "group": "bench"}
     assert bench.timed_case(False)["id"] == "big"
     (tmp_path / "bench.py").write_text("TRUSTED_CASE = make()\n", encoding="utf-8")
@@ -180,11 +180,11 @@ def test_the_timed_case_is_the_bench_literal_read_never_run(tmp_path, monkeypatc
 def test_the_trusted_row_itself_is_refused_beyond_the_copy(monkeypatch):
     """check.py's own time cannot beat the device copy; should it (caches, a broken clock), it is
     refused like any row, and a failed timing says why."""
-    from generator.checker import bench
+    from generator.checker.untrusted import bench
     messages = {"bench_trusted": "{ms} {gbps} {vs_copy} {n} {calls} {rounds}", "bench_refused": "refused: {rows}",
                 "bench_trusted_failed": "failed: {text}", "bench_trusted_wrong": "wrong",
                 "bench_trusted_interpreter": "interpreter"}
-    monkeypatch.setattr("generator.checker.common.LESSON", {"messages": messages})
+    monkeypatch.setattr("generator.checker.shared.common.LESSON", {"messages": messages})
     ceiling = {"copy_gbps": 4000.0, "tflops": 800.0}
     timed = {"ms": 0.1, "gbps": 5000.0, "elements": 8, "calls": 8, "rounds": 5}
     lines = bench.describe_timing(timed, ceiling, False)

@@ -13,8 +13,8 @@ from typing import Callable
 
 import pytest
 
-from generator import memo
-from generator.build import build, in_processes
+from generator.files import memo
+from generator.pipeline.build import build, in_processes
 from generator.errors import CoursepackError
 from tests.conftest import copy_content, options_for
 
@@ -30,22 +30,22 @@ SKIPPED = ("checker", "vendor")
 
 # Module-level state that stays, each with why. A cache named here is a pure function of immutable
 # arguments (it cannot go stale, only be reused) in a module outside the build's pipeline, bounded
-# by its maxsize; anything new must go into a build's memo (generator.memo) instead.
+# by its maxsize; anything new must go into a build's memo (generator.files.memo) instead.
 ALLOWED = {
-    "runners.py:_SERVERS": "warm task-server processes, not data: one per runner Python and environment "
+    "runners/local.py:_SERVERS": "warm task-server processes, not data: one per runner Python and environment "
                            "for the life of the process (a test session's builds share them), closed at exit",
-    "markdown.py:_parser": "one MarkdownIt per setting; a parser keeps no state between parses",
-    "markdown.py:_unit_problems": "pure, by text: a Markdown unit's problems (a content load is 2 s without it)",
-    "html.py:mermaid_script": "the vendored mermaid, pinned by its sha256: read and checked once per process",
-    "archive.py:_deflated_part": "pure, by bytes: a constant part's deflate (1 s for mermaid); which parts a "
+    "content/markdown.py:parser_for": "one MarkdownIt per setting; a parser keeps no state between parses",
+    "content/markdown.py:_unit_problems": "pure, by text: a Markdown unit's problems (a content load is 2 s without it)",
+    "render/html.py:mermaid_script": "the vendored mermaid, pinned by its sha256: read and checked once per process",
+    "files/archive.py:_deflated_part": "pure, by bytes: a constant part's deflate (1 s for mermaid); which parts a "
                                  "build declares is the build's (its memo)",
     "review/render.py:_parser": "the review page's parser; keeps no state between parses",
     "review/render.py:markdown_html": "review app (a long-running server): HTML of an answer text, by its text",
     "review/texts.py:_all": "the review app's interface texts, read once from a file of the package",
-    "codegen.py:parse_solution": "pure, by text; its result is frozen (content loaded again re-parses what changed)",
-    "i18n.py:_protected_problems": "pure, by the texts compared",
-    "loader.py:_top_level_functions": "pure, by text",
-    "yamlio.py:_compose": "pure, by text; the node tree is never modified",
+    "content/codegen.py:parse_solution": "pure, by text; its result is frozen (content loaded again re-parses what changed)",
+    "content/i18n.py:_protected_problems": "pure, by the texts compared",
+    "content/loader.py:_top_level_functions": "pure, by text",
+    "files/yamlio.py:_compose": "pure, by text; the node tree is never modified",
 }
 
 
@@ -233,7 +233,7 @@ def test_a_workers_error_is_raised_and_a_dead_worker_is_an_error_not_a_hang():
 
 def _count_renders(monkeypatch) -> dict:
     """Calls of render_pack by a build, by (pack name, for a course bundle)."""
-    import generator.build as B
+    import generator.pipeline.build as B
     counts: dict = {}
     real = B.render_pack
 
@@ -263,7 +263,7 @@ def test_a_verified_build_renders_each_pack_once_and_zips_the_verified_bytes(own
 def test_a_leak_stops_a_verified_build_before_any_job_folder_is_written(content_copy):
     """The checks run on the rendered packs before verification writes anything (the first lesson's
     job folder was written before a later lesson's leak was raised)."""
-    from generator.leaks import LeakError
+    from generator.gate.leaks import LeakError
     template = content_copy / "templates" / "pack" / "lesson.md.j2"
     text = template.read_text(encoding="utf-8")
     marker = "{% for link in nav %}"

@@ -5,7 +5,8 @@ import zipfile
 
 import pytest
 
-from generator.build import BuildOptions, build
+from generator.pipeline.build import build
+from generator.pipeline.options import BuildOptions
 from generator.cli import main
 from tests.conftest import copy_content, options_for, run_check
 

@@ -188,12 +188,14 @@ def test_static_review_finds_the_kernels_a_file_defines(rt):
 
 def test_the_joined_checker_refuses_a_name_defined_twice(monkeypatch, tmp_path):
     for name in join.ORDER:
+        (tmp_path / f"{name}.py").parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / f"{name}.py").write_text((join.HERE / f"{name}.py").read_text(encoding="utf-8"), encoding="utf-8")
-    (tmp_path / "bench.py").write_text((tmp_path / "bench.py").read_text(encoding="utf-8") + "\n\ndef msg(key):\n    pass\n")
+    bench = tmp_path / "untrusted" / "bench.py"
+    bench.write_text(bench.read_text(encoding="utf-8") + "\n\ndef msg(key):\n    pass\n")
     monkeypatch.setattr(join, "HERE", tmp_path)
     join.joined.cache_clear()
     try:
-        with pytest.raises(join.JoinError, match="'msg' is also defined in common.py"):
+        with pytest.raises(join.JoinError, match="'msg' is also defined in shared/common.py"):
             join.joined()
     finally:
         join.joined.cache_clear()
@@ -323,11 +325,11 @@ def test_the_same_attempt_from_the_same_line_is_one_note(rt):
 def test_import_lines_are_cut_as_ast_cuts_them():
     import ast
 
-    from generator.checker.join import _segment
+    from generator.checker.join import source_segment
     source = "import os  # noqa\nfrom a import (b,\n    c)  # note\nimport é as f; x = 1\n"
     lines = source.splitlines(keepends=True)
     for node in ast.parse(source).body:
-        assert _segment(lines, node) == ast.get_source_segment(source, node)
+        assert source_segment(lines, node) == ast.get_source_segment(source, node)
 
 
 def test_a_session_keeps_its_spare_workers_started_and_replaces_each_one_taken(rt):
@@ -363,7 +365,7 @@ def test_the_factory_warms_tritons_compiler_without_cuda_and_leaves_nothing(tmp_
     import sys
     script = (
         "import os, sys; sys.path.insert(0, sys.argv[1]); import torch, triton\n"
-        "from generator.checker import environment as e\n"
+        "from generator.checker.shared import environment as e\n"
         "e.nvml_capability = lambda: 90\n"
         "threads = e.thread_count(); os.environ['TRITON_CACHE_DIR'] = sys.argv[2]\n"
         "print(e.warm_compiler(), e.thread_count() == threads, os.environ['TRITON_CACHE_DIR'] == sys.argv[2],\n"
@@ -385,7 +387,7 @@ def test_a_sandboxed_worker_acts_on_no_other_process():
     import signal
     import subprocess
     import sys
-    from generator.checker import sandbox
+    from generator.checker.shared import sandbox
     if platform.machine() not in sandbox.PROCESS_CALLS or not sys.platform.startswith("linux"):
         pytest.skip(f"the filter is for Linux on {sorted(sandbox.PROCESS_CALLS)}")
     other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])

@@ -4,9 +4,9 @@ from pathlib import Path
 
 import pytest
 
-from generator.cjkfold import joiner
+from generator.files.cjkfold import joiner
 from generator.errors import ProblemCollector
-from generator.yamlio import load_yaml
+from generator.files.yamlio import load_yaml
 
 ROOT = Path(__file__).resolve().parent.parent
 

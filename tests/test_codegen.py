@@ -1,6 +1,6 @@
 import pytest
 
-from generator.codegen import BLANK, CodeMarkerError, parse_solution, render_code
+from generator.content.codegen import BLANK, CodeMarkerError, parse_solution, render_code
 
 SOLUTION = '''import triton.language as tl
 

@@ -12,7 +12,7 @@ import zipfile
 
 from pydantic import BaseModel
 
-from generator.loader import load_content
+from generator.content.loader import load_content
 from tests.conftest import REPO, lesson_data
 
 CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")

@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 
 from generator.cli import main
-from generator.html import MERMAID_FILE, loads_shared_mermaid, mermaid_file, mermaid_script
-from generator.runners import Runner, Task
+from generator.render.html import MERMAID_FILE, loads_shared_mermaid, mermaid_file, mermaid_script
+from generator.runners.base import Task
+from generator.runners.local import Runner
 from tests.conftest import REPO, run_check, unzip
 
 pytestmark = pytest.mark.slow

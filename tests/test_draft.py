@@ -7,11 +7,11 @@ import zipfile
 import polib
 import pytest
 
-from generator.build import build
+from generator.pipeline.build import build
 from generator.cli import main
 from generator.errors import ContentError
-from generator.loader import load_content
-from generator.translate_po import export, import_po
+from generator.content.loader import load_content
+from generator.content.translate_po import export, import_po
 from tests.conftest import options_for
 
 JA = "content/lessons/lesson03_relu/text.ja.yaml"

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from generator.errors import ContentError
-from generator.loader import load_content
+from generator.content.loader import load_content
 from generator.skeleton import init_course
 from tests.conftest import REPO, copy_course
 

@@ -8,8 +8,8 @@ import sys
 
 import pytest
 
-from generator.build import build
-from generator.runners import Runner
+from generator.pipeline.build import build
+from generator.runners.local import Runner
 from tests.conftest import REPO, check_json, filled, options_for, unzip
 
 pytestmark = pytest.mark.cuda
@@ -120,7 +120,7 @@ def test_cuda_context_bench_smoke():
             result.stdout
 
 
-# --- check.py --bench on the GPU: the trusted side's timing and refusals (generator/checker/bench.py) ---
+# --- check.py --bench on the GPU: the trusted side's timing and refusals (generator/checker/untrusted/bench.py) ---
 
 @pytest.fixture(scope="module")
 def bench_gpu_pack(tmp_path_factory):

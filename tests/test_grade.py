@@ -309,7 +309,7 @@ def test_jobs_that_share_their_work_run_each_unit_once_and_the_idle_ones_take_th
     ends; a unit claimed by one job is never run by another; results are found wherever they lie."""
     import importlib.util
     from generator.grade.tasks import GRADE_JOB, collect_results
-    from generator.runners import TaskResult
+    from generator.runners.base import TaskResult
     spec = importlib.util.spec_from_file_location("grade_job_for_test", GRADE_JOB)
     grade_job = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(grade_job)
@@ -364,11 +364,11 @@ def test_outputs_are_replaced_whole_or_not_at_all(lesson, tmp_path, monkeypatch)
 
 
 def test_an_output_folder_of_something_else_is_refused(tmp_path):
-    from generator.grade.run import _check_out
+    from generator.grade.run import check_out_folder
     (tmp_path / "mine.txt").write_text("keep me", encoding="utf-8")
     with pytest.raises(GradeError, match="holds no earlier grading"):
-        _check_out(tmp_path)
-    _check_out(tmp_path / "new")
+        check_out_folder(tmp_path)
+    check_out_folder(tmp_path / "new")
 
 
 def test_no_sandbox_is_refused_unless_turned_off(lesson, tmp_path, monkeypatch):
@@ -398,11 +398,11 @@ def test_the_distribution_counts_every_graded_student_a_blank_included(lesson, t
 
 
 def test_gradescope_tests_take_their_own_case_lines_when_names_share_a_prefix():
-    from generator.grade.gradescope import _case_lines
+    from generator.grade.gradescope import case_lines
     output = ["  PASS  n=10", "  FAIL  n=1", "        why: x", "  SKIP  n=100  (skipped: y)"]
-    assert _case_lines(output, "n=1") == ["FAIL  n=1", "why: x"]
-    assert _case_lines(output, "n=10") == ["PASS  n=10"]
-    assert _case_lines(output, "n=100") == ["SKIP  n=100  (skipped: y)"]
+    assert case_lines(output, "n=1") == ["FAIL  n=1", "why: x"]
+    assert case_lines(output, "n=10") == ["PASS  n=10"]
+    assert case_lines(output, "n=100") == ["SKIP  n=100  (skipped: y)"]
 
 
 def test_local_grading_splits_the_judging_over_a_process_per_four_jobs_and_one_per_gpu_at_least():
@@ -481,7 +481,7 @@ def test_launchers_are_made_once_from_the_answer_while_a_sandboxed_class_starts(
     student's code) is checked once, unsandboxed, in the runner's Triton cache, beside the grading
     jobs, which wait for its `done` file; then not again for that checker and runner."""
     from generator.grade.run import LauncherSeed
-    from generator.runners import TaskResult
+    from generator.runners.base import TaskResult
     ran, lines = [], []
 
     class FakeRunner:
@@ -518,7 +518,7 @@ def test_launchers_added_to_a_running_sandboxs_seed_appear_whole(tmp_path):
     """add_launchers: the staged seed (mounted in the sandbox) gets the launchers made after the
     factory started, each one renamed into place complete; a worker's copy skips one being added,
     and takes it before it loads the code it checks (refresh_seed)."""
-    from generator.checker import sandbox
+    from generator.checker.shared import sandbox
     cache = tmp_path / "cache"
     for name, files in (("L1", ["__triton_launcher.so"]), ("K1", ["relu.cubin", "relu.ttir"])):
         (cache / name).mkdir(parents=True)
@@ -549,7 +549,7 @@ def test_launchers_added_to_a_running_sandboxs_seed_appear_whole(tmp_path):
 
 
 def test_a_kit_has_no_answer_to_make_launchers_from(lesson, tmp_path):
-    from generator.grade.lesson import load_kit, save_kit
-    save_kit(lesson, tmp_path / "kit.json")
+    from generator.grade.lesson import kit_json, load_kit
+    (tmp_path / "kit.json").write_text(kit_json(lesson), encoding="utf-8")
     assert load_kit(tmp_path / "kit.json").answer is None
     assert lesson.answer not in (tmp_path / "kit.json").read_text(encoding="utf-8")

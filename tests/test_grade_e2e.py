@@ -27,7 +27,7 @@ TIMEOUT = 4
 
 @pytest.fixture(scope="module")
 def course(tmp_path_factory):
-    from generator.checker.sandbox import sandbox_problem
+    from generator.checker.shared.sandbox import sandbox_problem
     why = sandbox_problem()
     if why:
         pytest.skip(f"no sandbox here: {why}")
@@ -37,9 +37,9 @@ def course(tmp_path_factory):
 
 
 def notebook(content: Path, fill: str) -> str:
-    from generator.loader import load_content
-    from generator.render import LessonContext, jinja_env, render_pack
-    from generator.resources import TEMPLATES
+    from generator.content.loader import load_content
+    from generator.render.render import LessonContext, jinja_env, render_pack
+    from generator.files.resources import TEMPLATES
     course = load_content(content)
     ctx = LessonContext(course, course.lessons["lesson03_relu"], "en", "exercise")
     data = json.loads(render_pack(ctx, jinja_env(TEMPLATES)).files["lesson.ipynb"])
@@ -242,9 +242,9 @@ def test_the_command_line_in_english(graded, tmp_path, capsys):
 def test_gradescope_container_mode_from_a_kit(course, tmp_path):
     """What a Gradescope autograder runs: a kit (no content, so no answer, in the container), the
     student's files in the submission folder, results.json where Gradescope reads it."""
-    from generator.grade.lesson import save_kit
+    from generator.grade.lesson import kit_json
     content, lesson = course
-    save_kit(lesson, tmp_path / "kit.json")
+    (tmp_path / "kit.json").write_text(kit_json(lesson), encoding="utf-8")
     assert "propagate_nan=tl.PropagateNan.ALL" not in (tmp_path / "kit.json").read_text(encoding="utf-8")
     (tmp_path / "submission").mkdir()
     (tmp_path / "submission" / "relu.py").write_text(kernel(lesson, "tl.where(xv > 0.0, xv, 0.0)"), encoding="utf-8")

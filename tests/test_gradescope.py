@@ -273,7 +273,7 @@ def test_the_container_chooses_its_sandbox():
 def test_the_roster_gives_each_students_language_in_the_container(course, tmp_path):
     """Built with --roster and no --locale: nothing found for s1 (roster: en) and s2 (zh-CN), each
     told in their language; the zip's roster holds ids, aliases and languages, no names or emails."""
-    from generator.grade.lesson import save_kit
+    from generator.grade.lesson import kit_json
     from generator.grade.run import GradeOptions, grade_in_container
     content, lesson = course
     roster = tmp_path / "roster.csv"
@@ -284,7 +284,7 @@ def test_the_roster_gives_each_students_language_in_the_container(course, tmp_pa
         shipped = archive.read("roster.csv").decode()
         assert '--roster "$AUTOGRADER/source/roster.csv"' in archive.read("run_autograder").decode()
     assert shipped == "id,locale,aliases\ns1,en,\ns2,zh-CN,4711\n"
-    save_kit(lesson, tmp_path / "kit.json")
+    (tmp_path / "kit.json").write_text(kit_json(lesson), encoding="utf-8")
     (tmp_path / "roster-shipped.csv").write_text(shipped, encoding="utf-8")
     said = {}
     for sid in ("s1", "4711"):

@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from generator.charts import ENGLISH_LABELS as CHART_LABELS, ChartError, bench_tables, charts, is_sweep
-from generator.html import (CSP, CSP_SHARED, ENGLISH_LABELS, MERMAID_FILE, HtmlError, MERMAID_VERSION, lesson_html,
+from generator.render.charts import ENGLISH_LABELS as CHART_LABELS, ChartError, bench_tables, charts, is_sweep
+from generator.render.html import (CSP, CSP_SHARED, ENGLISH_LABELS, MERMAID_FILE, HtmlError, MERMAID_VERSION, lesson_html,
                             mermaid_script, page_text, strip_vendored)
-from generator.leaks import Fingerprint, normalise, scan_files
-from generator.render import jinja_env
+from generator.gate.leaks import Fingerprint, normalise, scan_files
+from generator.render.render import jinja_env
 
 REPO = Path(__file__).resolve().parent.parent
 ENV = jinja_env(REPO / "templates")
@@ -333,7 +333,7 @@ def _formulas(markdown: str) -> int:
 
 
 def test_every_pack_has_its_page_with_all_formulas(rendered):
-    from generator.render import finalize_pack
+    from generator.render.render import finalize_pack
     for editions in rendered.values():
         for ctx, pack in editions.values():
             final = finalize_pack(ctx, ENV, pack, None)
@@ -355,7 +355,7 @@ def test_both_editions_of_a_lesson_draw_the_same_figures(rendered):
 
 
 def test_answer_page_charts_the_bench_and_the_exercise_page_does_not(rendered):
-    from generator.render import finalize_pack
+    from generator.render.render import finalize_pack
     editions = rendered[("lesson03_relu", "en")]
     bench = {k: v for k, v in BENCH.items() if k != "values"}   # no values: the text keeps its markers
     verification = {"runner_label": "CUDA", "device": "NVIDIA H200", "torch": "2.11.0+cu130", "triton": "3.6.0",
@@ -375,7 +375,7 @@ def test_page_is_not_part_of_the_verified_files(rendered):
 def test_the_answer_notebook_holds_the_measured_values_and_section(rendered):
     """finalize_pack builds the notebook from the rendered cells: each [[measured:NAME]] filled, and
     the measured tables as the last cell, as in lesson.md."""
-    from generator.render import finalize_pack
+    from generator.render.render import finalize_pack
     ctx, answer = rendered[("lesson03_relu", "en")]["answer"]
     names = sorted(set(re.findall(r"\[\[measured:(\w+)\]\]", "".join(c.source for c in answer.cells))))
     assert names
@@ -450,7 +450,7 @@ def test_pages_that_share_sections_render_them_as_alone():
     """An inline's HTML is kept per parsed tokens (the pages of a lesson share them): a page is the
     same whether its sections were rendered before or not, and a formula that fails is reported by
     every page that shows it."""
-    from generator.memo import build_memo
+    from generator.files.memo import build_memo
     other = LESSON.replace("# Lesson 3", "# Lesson 3, the other edition", 1) + "\nOne more $y$ line.\n"
     with build_memo():
         shared = [page(), page(other)]

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from generator.html import MERMAID_FILE, lesson_html
+from generator.render.html import MERMAID_FILE, lesson_html
 from tests import firefox
 from tests.chromium import missing, new_driver, requests_sent, screenshot, set_offline, wait_for_figures
 from tests.golden_update import golden_names

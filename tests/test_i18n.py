@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from generator.build import build
+from generator.pipeline.build import build
 from generator.cli import main
 from generator.errors import ContentError
-from generator.i18n import protected_problems, word_diff
-from generator.loader import load_content
+from generator.content.i18n import protected_problems, word_diff
+from generator.content.loader import load_content
 from tests.conftest import options_for
 
 ZH = "content/lessons/lesson03_relu/text.zh-CN.yaml"
@@ -172,8 +172,8 @@ code: |
 
 
 def test_migrate_restamps_only_units_stamped_on_the_old_reading_of_the_same_text(tmp_path):
-    from generator.i18n import unit_hash
-    from generator.translate import migrate_file
+    from generator.content.i18n import unit_hash
+    from generator.content.translate import migrate_file
     content = tmp_path / "content"
     content.mkdir()
     source, translation = content / "src.yaml", content / "tr.yaml"
@@ -199,7 +199,7 @@ def test_migrate_restamps_only_units_stamped_on_the_old_reading_of_the_same_text
 def test_migrate_stamps_command_turns_old_reading_stamps_ok(content_copy, capsys):
     """A translation branch stamped before the fix: status says why, migrate-stamps makes it clean."""
     from ruamel.yaml import YAML
-    from generator.i18n import unit_hash
+    from generator.content.i18n import unit_hash
     root = YAML(typ="rt", pure=True).compose((content_copy / ZH).read_text(encoding="utf-8"))
     old_goal = next(v.value for k, v in root.value if k.value == "goal")    # how it was read before 10.1
     assert "\a" in old_goal
@@ -218,7 +218,7 @@ def test_migrate_stamps_command_turns_old_reading_stamps_ok(content_copy, capsys
 
 
 def test_old_snapshots_diff_without_fold_markers(tmp_path):
-    from generator.i18n import load_snapshot, snapshot_dir
+    from generator.content.i18n import load_snapshot, snapshot_dir
     snapshot_dir(tmp_path).mkdir(parents=True)
     (snapshot_dir(tmp_path) / "abc.txt").write_text("one\a two\a\nthree", encoding="utf-8")
     assert load_snapshot(tmp_path, "abc") == "one two\nthree"

@@ -7,9 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from generator.build import BuildOptions, render_all
-from generator.leaks import fingerprints, scan_files, scan_zip
-from generator.loader import load_content
+from generator.pipeline.build import render_all
+from generator.pipeline.options import BuildOptions
+from generator.gate.leaks import fingerprints, scan_files, zip_meta
+from generator.content.loader import load_content
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -20,6 +21,14 @@ def setup():
     lesson = content.lessons["lesson03_relu"]
     pack = render_all(content, BuildOptions(locales=("en",)))[("lesson03_relu", "en")]["exercise"][1]
     return lesson, pack, fingerprints(lesson, "en")
+
+
+def scan_zip(data: bytes, prints, label: str) -> list[str]:
+    """A zip's entry names, archive comment and every entry's contents, scanned."""
+    with zipfile.ZipFile(io.BytesIO(data)) as archive:
+        files = {info.filename: archive.read(info) for info in archive.infolist()}
+        meta = {"(zip comment)": archive.comment, **zip_meta(archive.infolist())}
+    return scan_files({**files, **meta}, prints, label)
 
 
 def test_clean_exercise_has_no_leak(setup):
@@ -78,8 +87,8 @@ def test_planted_leaks_in_zip(setup, place):
 def test_a_leak_only_in_the_course_bundle_is_found_and_nothing_is_released(content_copy):
     """A template that prints an answer only where its navigation links (a course bundle's lesson
     pages): the bundle's own scan finds it, in each lesson's folder; build/dist stays as it was."""
-    from generator.build import build
-    from generator.leaks import LeakError
+    from generator.pipeline.build import build
+    from generator.gate.leaks import LeakError
     from tests.conftest import options_for
     options = options_for(content_copy, verify=False, locales=("en",))
     build(options, progress=lambda _: None)
@@ -105,7 +114,7 @@ def test_many_fingerprints_find_what_a_plain_search_finds():
     where each one's first characters occur: the same first hit as trying each in turn."""
     import random
     import string
-    from generator.leaks import MANY_PRINTS, Fingerprint
+    from generator.gate.leaks import MANY_PRINTS, Fingerprint
     rng = random.Random(3)
     text = "".join(rng.choice(string.ascii_lowercase) for _ in range(50_000))
     prints = [Fingerprint(f"p{i}", "".join(rng.choice(string.ascii_lowercase) for _ in range(16)))
@@ -117,7 +126,7 @@ def test_many_fingerprints_find_what_a_plain_search_finds():
 
 
 def test_normalising_line_by_line_is_normalising_the_whole():
-    from generator.leaks import normalise, normalise_lines
+    from generator.gate.leaks import normalise, normalise_lines
     texts = ["ΣΑΣ\nΣ", "a\r\nb", "Ǆ\u0301\nx", "ﬁ\nİ\n\u0345x", "e\n\u0301", "x \t\n\u3000y", "ＡＢＣ “q” **b**\n# h"]
     for text in texts + [text * 2 for text in texts]:
         assert normalise_lines(text) == normalise(text), repr(text)
@@ -127,7 +136,7 @@ def test_ascii_text_is_normalised_as_any_text():
     """normalise's ASCII path (bytes.lower, bytes.translate) against the expression it stands for."""
     import random
     import unicodedata
-    from generator.leaks import IGNORED, normalise
+    from generator.gate.leaks import IGNORED, normalise
     def slow(text):
         return IGNORED.sub("", unicodedata.normalize("NFKC", text).lower())
     for code in range(128):

@@ -17,7 +17,7 @@ import torch
 from generator.checker import join
 
 from generator.cli import main
-from tests.conftest import REPO, unzip
+from tests.conftest import unzip
 
 pytestmark = pytest.mark.slow
 
@@ -206,14 +206,14 @@ def test_the_compute_bound_bench_and_its_measured_section(course, tmp_path):
     bench = json.loads((pack / "out.json").read_text())
     assert [r["role"] for r in bench["tables"]["dot"]] == ["base", "kernel"]
 
-    from generator import charts
-    from generator.loader import load_content
-    from generator.render import LessonContext, _measured_section
+    from generator.render import charts
+    from generator.content.loader import load_content
+    from generator.render.render import LessonContext, measured_section
     svg = charts.charts(bench, {**charts.ENGLISH_LABELS, "table:dot": "Row dot products"})[0][2]
     assert "throughput (TFLOP/s)" in svg and "torch a @ b" in svg and "bandwidth" not in svg
     content = load_content(course / "content")
     ctx = LessonContext(content, content.lessons["lesson02_rowdot"], "en", "answer")
-    section = _measured_section(ctx, {"bench": bench})
+    section = measured_section(ctx, {"bench": bench})
     assert "Measured on CPU (Triton interpreter, smoke run): TFLOP/s and the ratio to torch." in section
     assert "| | ms | TFLOP/s | vs base |" in section and "| torch a @ b |" in section
 

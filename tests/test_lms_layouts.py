@@ -112,7 +112,7 @@ def test_an_lms_export_graded_on_the_gpu(tmp_path):
     can run): each id read as its LMS wrote it, the GPU named in every row, and a roster id that
     is a formula written as text."""
     import csv
-    from generator.checker.sandbox import sandbox_problem
+    from generator.checker.shared.sandbox import sandbox_problem
     from generator.grade.run import GradeOptions, grade
     from tests.conftest import small_lesson_copy
     content = small_lesson_copy(tmp_path, ["seed", "tail_257", "special_f32"])

@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 
 from generator.errors import ContentError
-from generator.loader import load_content
+from generator.content.loader import load_content
 
 EN = "content/lessons/lesson03_relu/text.en.yaml"
 ZH = "content/lessons/lesson03_relu/text.zh-CN.yaml"

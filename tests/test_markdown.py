@@ -1,6 +1,6 @@
 from pathlib import Path
 
-from generator.markdown import check_markdown, split_cells
+from generator.content.markdown import check_markdown, split_cells
 
 DOC = """# Title
 
@@ -94,16 +94,16 @@ def _shape(tokens):
 
 
 def test_parsing_by_section_gives_the_tokens_of_the_whole():
-    from generator.markdown import _parser, _sections, parse
-    assert [first for first, _ in _sections(TRICKY)] == [0, 3, 8, 12, 29, 31]   # the fenced "# ..." lines and the indented heading are not cuts
-    assert _shape(parse(TRICKY)) == _shape(_parser().parse(TRICKY))
+    from generator.content.markdown import parser_for, heading_sections, parse
+    assert [first for first, _ in heading_sections(TRICKY)] == [0, 3, 8, 12, 29, 31]   # the fenced "# ..." lines and the indented heading are not cuts
+    assert _shape(parse(TRICKY)) == _shape(parser_for().parse(TRICKY))
     assert _shape(parse(TRICKY)) == _shape(parse(TRICKY))   # served from the kept sections
     with_reference = TRICKY + "\n[link][ref]\n\n## later\n\n[ref]: https://example.org\n"
-    assert _shape(parse(with_reference)) == _shape(_parser().parse(with_reference))
+    assert _shape(parse(with_reference)) == _shape(parser_for().parse(with_reference))
     real = Path(__file__).resolve().parent / "golden"
     for page in sorted(real.glob("*/lesson.md")):
         text = page.read_text(encoding="utf-8")
-        assert _shape(parse(text)) == _shape(_parser().parse(text)), page
+        assert _shape(parse(text)) == _shape(parser_for().parse(text)), page
 
 
 INLINE_EDGES = """# Edges
@@ -129,7 +129,7 @@ def _real_documents():
 def test_checking_the_blocks_finds_what_the_full_parse_finds():
     """check_markdown on parse_blocks (inline content parsed only where it can hold a problem)
     reports exactly what it reports on the full parse."""
-    from generator.markdown import parse, parse_blocks
+    from generator.content.markdown import parse, parse_blocks
     for text in _real_documents():
         for files in (set(), {"lesson.md", "check.py", "missing.md"}):
             full = check_markdown(text, files, "x.md", parse(text))
@@ -144,19 +144,19 @@ def test_checking_the_blocks_finds_what_the_full_parse_finds():
 def test_inline_content_without_a_trigger_has_nothing_to_check():
     """The premise of parse_blocks: an inline token whose content INLINE_PROBLEM does not match
     has no link, no image and no $ in its text, in the full parse."""
-    from generator.markdown import INLINE_PROBLEM, _parser
+    from generator.content.markdown import INLINE_PROBLEM, parser_for
     for text in _real_documents():
-        for token in _parser().parse(text):
+        for token in parser_for().parse(text):
             if token.type == "inline" and not INLINE_PROBLEM.search(token.content):
                 assert not [c for c in token.children if c.type in ("link_open", "image")
                             or c.type == "text" and "$" in c.content], token.content
 
 
 def test_a_moved_token_copies_every_field():
-    from generator.markdown import _TOKEN_FIELDS, _moved
+    from generator.content.markdown import TOKEN_FIELDS, moved_token
     from markdown_it.token import Token
     token = Token("fence", "code", 0, attrs={"a": 1}, map=[2, 5], level=1, children=[], content="x\n", markup="```",
                   info="python", meta={"m": 1}, block=True, hidden=True)
-    moved = _moved(token, 10)
+    moved = moved_token(token, 10)
     assert moved.map == [12, 15] and token.map == [2, 5]
-    assert all(getattr(moved, name) is getattr(token, name) for name in _TOKEN_FIELDS if name != "map")
+    assert all(getattr(moved, name) is getattr(token, name) for name in TOKEN_FIELDS if name != "map")

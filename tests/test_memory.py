@@ -1,4 +1,4 @@
-"""Memory the trusted side reads itself (generator/checker/memory.py), piece by piece on the CPU: a
+"""Memory the trusted side reads itself (generator/checker/trusted/memory.py), piece by piece on the CPU: a
 case's region (a memfd) laid out and written, what the trusted side reads back after a worker's
 writes, the worker's views of it, the descriptor crossing a socket, and stopping a process group.
 The whole path, through workers and the sandbox, is in tests/test_adversarial.py (tm_*.py)."""

@@ -3,9 +3,10 @@
 
 import pytest
 
-from generator.build import BuildOptions, render_all
-from generator.leaks import LeakError
-from generator.loader import load_content
+from generator.pipeline.build import render_all
+from generator.pipeline.options import BuildOptions
+from generator.gate.leaks import LeakError
+from generator.content.loader import load_content
 from tests.conftest import REPO
 
 
@@ -40,10 +41,10 @@ def test_answer_printed_into_the_exercise_is_a_leak(content_copy):
 
 
 def test_a_line_is_covered_as_by_taking_every_piece_away():
-    """_covered stops once three characters or fewer are left: taking more pieces away could not
+    """line_covered stops once three characters or fewer are left: taking more pieces away could not
     change its answer."""
     import re
-    from generator.pairing import CELL_HEADER, _covered, loose
+    from generator.gate.pairing import CELL_HEADER, line_covered, loose
 
     def every(line, pieces):
         if CELL_HEADER.match(line):
@@ -55,4 +56,4 @@ def test_a_line_is_covered_as_by_taking_every_piece_away():
     pieces = ["referenceanswer", "tlmaximumxv00", "answer", "ab", "x"]
     for line in ["Reference answer", "tl.maximum(xv, 0.0) and 12", "answer abc", "xyz abab", "nothing here", "1. ab",
                  "", "[markdown {}]", "ab ab ab ab x"]:
-        assert _covered(line, pieces) == every(line, pieces), line
+        assert line_covered(line, pieces) == every(line, pieces), line

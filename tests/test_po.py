@@ -12,10 +12,10 @@ import pytest
 
 from generator.cli import main
 from generator.errors import ContentError
-from generator.i18n import units
-from generator.po import PoSyntaxError, parse
-from generator.translate import status
-from generator.translate_po import export, import_po
+from generator.content.i18n import units
+from generator.content.po import PoSyntaxError, parse
+from generator.content.translate import status
+from generator.content.translate_po import export, import_po
 
 ZH = "content/lessons/lesson03_relu/text.zh-CN.yaml"
 EN = "content/lessons/lesson03_relu/text.en.yaml"
@@ -211,7 +211,7 @@ TEXT = st.text(st.characters(blacklist_categories=("Cs", "Cc"), whitelist_charac
 @settings(max_examples=200, deadline=None)
 @given(context=TEXT.filter(bool), msgid=TEXT, msgstr=TEXT)
 def test_what_dump_writes_parse_reads_back(context, msgid, msgstr):
-    from generator.po import Entry, dump
+    from generator.content.po import Entry, dump
     text = dump({"Language": "ja"}, [Entry(msgid, msgstr, context, ["a note"], ["x.yaml:1"], ["fuzzy"], msgid + "!")],
                 ["a comment"])
     fields, _, (entry,) = parse(text)

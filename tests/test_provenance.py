@@ -28,19 +28,19 @@ def checker(data: dict | None = None):
 
 @lru_cache(maxsize=None)
 def _lessons():
-    from generator.loader import load_content
+    from generator.content.loader import load_content
     return load_content(REPO / "content")
 
 
 def lesson_data(lesson_id: str) -> dict:
-    from generator.render import LessonContext, checker_data
+    from generator.render.render import LessonContext, checker_data
     content = _lessons()
     return checker_data(LessonContext(content, content.lessons[lesson_id], "en", "exercise"))
 
 
 def lesson_codes(lesson_id: str) -> tuple[str, list[str], list[str]]:
     """(the answer file, the files of its declared fill mistakes, of its declared edit mistakes)."""
-    from generator.render import LessonContext, mistake_code
+    from generator.render.render import LessonContext, mistake_code
     content = _lessons()
     ctx = LessonContext(content, content.lessons[lesson_id], "en", "exercise")
     mistakes = content.lessons[lesson_id].spec.checks.mistakes
@@ -340,7 +340,7 @@ def test_withheld_points_are_shown_and_zero_in_the_json():
 def test_a_file_from_another_languages_pack_is_the_same_code(lesson_id):
     """Grading checks every file with the source language's checker: the packs differ in their
     comments only, so an English pack's answer is provably the exercise with a Triton fill there."""
-    from generator.render import LessonContext, checker_data
+    from generator.render.render import LessonContext, checker_data
     content = _lessons()
     source = content.course.source_locale
     rt = checker(checker_data(LessonContext(content, content.lessons[lesson_id], source, "exercise")))

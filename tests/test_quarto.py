@@ -26,15 +26,17 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from generator.loader import load_content
+from generator.content.loader import load_content
 from ruamel.yaml import YAML
 
-from generator.archive import zip_pack
-from generator.leaks import fingerprints, normalise, scan_files
-from generator.markdown import parse
-from generator.pack import Pack, manifest
-from generator.quarto import ANSWER_DIR, as_written, exercise_view, project_leaks, quarto_projects
-from generator.render import jinja_env
+from generator.files.archive import zip_pack
+from generator.gate.leaks import fingerprints, normalise, scan_files
+from generator.content.markdown import parse
+from generator.files.pack import Pack, manifest
+from generator.gate.quarto_leaks import project_leaks
+from tests.quarto_project import quarto_projects
+from generator.render.quarto import ANSWER_DIR, as_written, exercise_view
+from generator.render.render import jinja_env
 from tests.conftest import REPO, unzip
 
 SCHEMAS = Path(__file__).resolve().parent / "schemas" / "quarto"
@@ -452,7 +454,7 @@ def test_a_full_build_writes_one_project_per_locale_marked_for_instructors(built
 def test_a_build_scans_each_lesson_folder_as_it_makes_it(course, tmp_path):
     """quarto_lesson (a build's worker) finds what project_leaks would: here a template that prints
     a reference answer outside the answer profile's blocks."""
-    from generator.quarto import quarto_lesson
+    from generator.release.quarto import quarto_lesson
     content, groups = course
     lesson = content.lessons["lesson03_relu"]
     packs = {edition: pack for edition, (_, pack) in groups[("lesson03_relu", "en")].items()}

@@ -11,8 +11,8 @@ import os
 import pytest
 
 from generator.cli import main
-from generator.loader import load_content
-from generator.render import LessonContext, checker_source
+from generator.content.loader import load_content
+from generator.render.render import LessonContext, checker_source
 from tests.conftest import REPO, load_checker
 
 pytestmark = pytest.mark.slow
@@ -456,7 +456,7 @@ def test_nan_is_never_explained_by_a_factor_and_proves_a_read_past_the_end_only_
     import importlib.util
 
     import torch
-    from generator.checker import verdict
+    from generator.checker.trusted import verdict
     spec = importlib.util.spec_from_file_location("lesson5_reference", REPO / "content" / "lessons" / "lesson05_softmax" / "reference.py")
     reference = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(reference)

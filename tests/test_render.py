@@ -5,7 +5,7 @@ import json
 import nbformat
 import pytest
 
-from generator.leaks import fingerprints, scan_files
+from generator.gate.leaks import fingerprints, scan_files
 from tests.golden_update import real_course
 
 
@@ -72,8 +72,8 @@ def checker_data(source: bytes) -> dict:
 def test_a_bundle_pack_may_take_check_py_from_the_lone_pack(rendered):
     """A course bundle's pack takes check.py from the lesson's own pack (render_pack's `alone`): the
     checker's data must not depend on the bundle. Rendered both ways, every file is the same."""
-    from generator.render import LessonContext, jinja_env, render_pack
-    from generator.resources import TEMPLATES
+    from generator.render.render import LessonContext, jinja_env, render_pack
+    from generator.files.resources import TEMPLATES
     content, groups = rendered
     env = jinja_env(TEMPLATES)
     for (lesson_id, locale), editions in groups.items():
@@ -84,12 +84,12 @@ def test_a_bundle_pack_may_take_check_py_from_the_lone_pack(rendered):
 
 
 def test_a_notebook_is_validated_once_per_shape_and_an_invalid_one_still_fails():
-    """notebook._validate skips a notebook whose shape (sources emptied) was valid: only the
+    """notebook.validate_notebook skips a notebook whose shape (sources emptied) was valid: only the
     sources may differ; a cell of another kind, a bad id or a source that is not text is checked."""
     import pytest
-    from generator.markdown import Cell
-    from generator.memo import current
-    from generator.notebook import _validate, build_notebook
+    from generator.content.markdown import Cell
+    from generator.files.memo import current
+    from generator.render.notebook import validate_notebook, build_notebook
     cells = [Cell("markdown", "# Title"), Cell("code", "x = 1", "exercise")]
     build_notebook(cells, "en", "T")
     shapes = current().sizes()["notebook.valid"]
@@ -102,4 +102,4 @@ def test_a_notebook_is_validated_once_per_shape_and_an_invalid_one_still_fails()
         notebook = json.loads(json.dumps(good))
         notebook["cells"][0].update(broken)
         with pytest.raises(nbformat.ValidationError):
-            _validate(notebook)
+            validate_notebook(notebook)

@@ -27,7 +27,7 @@ ANSWER = "tl.maximum(xv, 0.0, propagate_nan=tl.PropagateNan.ALL)"
 
 @pytest.fixture(scope="module")
 def course(tmp_path_factory):
-    from generator.checker.sandbox import sandbox_problem
+    from generator.checker.shared.sandbox import sandbox_problem
     why = sandbox_problem()
     if why:
         pytest.skip(f"no sandbox here: {why}")
@@ -38,9 +38,9 @@ def course(tmp_path_factory):
 
 def notebook(content: Path, fill: str, answers: dict[str, str]) -> str:
     """The English exercise notebook with the blank filled and answers in the answer cells."""
-    from generator.loader import load_content
-    from generator.render import LessonContext, jinja_env, render_pack
-    from generator.resources import TEMPLATES
+    from generator.content.loader import load_content
+    from generator.render.render import LessonContext, jinja_env, render_pack
+    from generator.files.resources import TEMPLATES
     course = load_content(content)
     ctx = LessonContext(course, course.lessons["lesson03_relu"], "en", "exercise")
     data = json.loads(render_pack(ctx, jinja_env(TEMPLATES), page=False).files["lesson.ipynb"])

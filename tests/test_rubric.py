@@ -10,7 +10,7 @@ import pytest
 from generator.errors import ContentError
 from generator.grade.lesson import load_lesson
 from generator.grade.rubric import rubric_document, totals
-from generator.loader import load_content
+from generator.content.loader import load_content
 from tests.conftest import REPO
 
 LESSON3 = "content/lessons/lesson03_relu"

@@ -1,4 +1,4 @@
-"""The sandbox by allow-list (generator/checker/sandbox.py): what its mount plan binds, what a
+"""The sandbox by allow-list (generator/checker/shared/sandbox.py): what its mount plan binds, what a
 worker sees from inside (a real bubblewrap where one runs here), that every process a worker
 starts ends with it, that workers share no /tmp or /dev/shm; file events at any depth; and that
 grading caches no result that a submission's escape attempt may have touched (grade/tasks.py)."""
@@ -7,14 +7,13 @@ import json
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
-from generator.checker import sandbox
+from generator.checker.shared import sandbox
 from generator.grade.tasks import ResultStore, collect_results, harvest, plan, uncacheable, Unit
-from generator.runners import TaskResult
+from generator.runners.base import TaskResult
 
 REPO = Path(__file__).resolve().parent.parent
 

@@ -14,7 +14,7 @@ from generator.grade.similarity import (Settings, code_tokens, compare_class, fi
                                         similar_to)
 from generator.grade.similarity_pages import earlier_terms, write_similarity
 from generator.grade.lesson import GradeError
-from generator.resources import TEMPLATES
+from generator.files.resources import TEMPLATES
 from tests.conftest import REPO
 
 spec = importlib.util.spec_from_file_location("similarity_bench", REPO / "bench" / "similarity_bench.py")

@@ -10,7 +10,7 @@ import io
 import json
 
 from generator.cli import main
-from generator.loader import load_content
+from generator.content.loader import load_content
 from tests.test_review_grade import ANSWER, course, notebook  # noqa: F401 (course is a fixture)
 
 SHARED = ("An if needs one truth value for the whole program, but xv > 0 is a block of truth values, one per "

@@ -26,7 +26,7 @@ from pathlib import Path
 import pytest
 
 from generator.errors import ContentError
-from generator.slurm import SlurmError, SlurmRunner, SlurmSettings, Task, _expand_ids, _ranges, load_settings
+from generator.runners.slurm import SlurmError, SlurmRunner, SlurmSettings, Task, expand_ids, array_ranges, load_settings
 
 REPO = Path(__file__).resolve().parent.parent
 CLUSTER = Path(os.environ.get("COURSEPACK_SLURM_DIR") or Path(tempfile.gettempdir()) / "coursepack-slurm")
@@ -120,9 +120,9 @@ def test_settings_mistakes_are_located(tmp_path):
 
 
 def test_array_ranges_and_ids():
-    assert _ranges([7, 0, 1, 2, 5, 8]) == "0-2,5,7-8"
-    assert _expand_ids("12_[4-6,9%2]") == ["12_4", "12_5", "12_6", "12_9"]
-    assert _expand_ids("12_3") == ["12_3"]
+    assert array_ranges([7, 0, 1, 2, 5, 8]) == "0-2,5,7-8"
+    assert expand_ids("12_[4-6,9%2]") == ["12_4", "12_5", "12_6", "12_9"]
+    assert expand_ids("12_3") == ["12_3"]
 
 
 # ---- real jobs --------------------------------------------------------------------------------
@@ -156,7 +156,7 @@ def test_two_tasks_run_at_once_through_staging(cluster, timeout_run, tmp_path):
 def test_a_class_is_graded_in_one_job_array(cluster, tmp_path):
     """`coursepack grade --runner slurm`: submissions chunked per array element, all in one job
     (in the sandbox where bubblewrap runs on the node)."""
-    from generator.checker.sandbox import sandbox_problem
+    from generator.checker.shared.sandbox import sandbox_problem
     from generator.grade.lesson import load_lesson
     from generator.grade.run import GradeOptions, grade
     from tests.conftest import small_lesson_copy
@@ -229,7 +229,7 @@ def test_interrupting_the_build_cancels_its_jobs(cluster, tmp_path, sig):
     script = f"""
         import signal, sys; from pathlib import Path
         signal.signal(signal.SIGINT, signal.default_int_handler)   # as in a terminal, also when pytest runs in the background
-        from generator.slurm import SlurmRunner, SlurmSettings, Task
+        from generator.runners.slurm import SlurmRunner, SlurmSettings, Task
         runner = SlurmRunner(SlurmSettings(gres="", python=sys.executable, poll_s=0.5), lambda l: print(l, flush=True))
         runner.run_tasks([Task("t", Path({str(tmp_path)!r}), ["{{python}}", "-c", "import time; time.sleep(120)"], 300)])
     """

@@ -1,4 +1,4 @@
-"""The warm task server (generator/checker/task_server.py) behind local runners: one torch import,
+"""The warm task server (generator/checker/jobs/task_server.py) behind local runners: one torch import,
 a forked child per task, and a task's crash, hang or exit touches only that task."""
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from generator import runners
-from generator.runners import Runner
+from generator.runners import local as runners
+from generator.runners.local import Runner
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the task server is Linux only")
 
@@ -127,7 +127,7 @@ def run_cells(notebook: dict, tmp_path: Path) -> dict:
     (tmp_path / "nb.json").write_text(json.dumps(notebook), encoding="utf-8")
     code = ("import json, sys; sys.path.insert(0, sys.argv[1]); import verify_job;"
             "print(json.dumps(verify_job.execute_cells(json.load(open('nb.json')))))")
-    done = subprocess.run([sys.executable, "-c", code, str(Path(runners.__file__).parent / "checker")],
+    done = subprocess.run([sys.executable, "-c", code, str(Path(runners.__file__).parent.parent / "checker" / "jobs")],
                           cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout.strip().splitlines()[-1])

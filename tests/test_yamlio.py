@@ -5,7 +5,7 @@ import pytest
 from ruamel.yaml import YAML
 
 from generator.errors import ProblemCollector
-from generator.yamlio import load_yaml
+from generator.files.yamlio import load_yaml
 
 
 def load(tmp_path: Path, text: str | bytes):
@@ -144,7 +144,7 @@ SAME_EITHER_WAY = {
 
 
 def _both_ways(tmp_path: Path, text: str, monkeypatch) -> tuple:
-    import generator.yamlio as yamlio
+    import generator.files.yamlio as yamlio
     results = []
     for fast in (True, False):
         with monkeypatch.context() as patch:
@@ -173,10 +173,10 @@ def test_every_content_file_composes_the_same_either_way(tmp_path, monkeypatch):
 
 
 def test_content_is_composed_by_libyaml(tmp_path):
-    from generator.yamlio import _fast_compose
-    assert _fast_compose("a: [b, {c: d}]\n") is not None, "PyYAML with libyaml is in requirements/lock.txt"
-    assert _fast_compose("a: [b\n") is None   # a syntax error: ruamel composes it again, for its message
-    assert _fast_compose("a: &x 1\nb: &x 2\n") is None   # an anchor defined twice: ruamel's composer notes it
+    from generator.files.yamlio import fast_compose
+    assert fast_compose("a: [b, {c: d}]\n") is not None, "PyYAML with libyaml is in requirements/lock.txt"
+    assert fast_compose("a: [b\n") is None   # a syntax error: ruamel composes it again, for its message
+    assert fast_compose("a: &x 1\nb: &x 2\n") is None   # an anchor defined twice: ruamel's composer notes it
 
 
 @pytest.mark.parametrize("text", ["a: [1, 2\nb: 3\n", "a: b: c\n", "a: *nope\n", "a:\n\t- x\n"])

@@ -12,8 +12,9 @@ from functools import lru_cache
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-ORDER = ("common", "environment", "provenance", "static", "protocol", "cases", "verdict", "memory", "worker",
-         "sandbox", "zygote", "supervisor", "present", "bench", "main")
+ORDER = ("shared/common", "shared/environment", "trusted/provenance", "trusted/static", "shared/protocol",
+         "trusted/cases", "trusted/verdict", "trusted/memory", "untrusted/worker", "shared/sandbox",
+         "untrusted/zygote", "trusted/supervisor", "trusted/present", "untrusted/bench", "main")
 DATA_LINE = "LESSON = {}  # coursepack:data"
 INTRODUCTION = """This process never imports the code it checks: it computes every case's inputs and expected
 output, and workers (child processes) import the code, run it and hand back data only, which is
@@ -46,14 +47,14 @@ def _split(name: str) -> tuple[list[str], str]:
             continue
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             if not (isinstance(node, ast.ImportFrom) and node.level):
-                imports.append(_segment(lines, node))
+                imports.append(source_segment(lines, node))
             body_start = node.end_lineno
             continue
         break
     return imports, "".join(lines[body_start:]).strip("\n") + "\n"
 
 
-def _segment(lines: list[str], node: ast.stmt) -> str:
+def source_segment(lines: list[str], node: ast.stmt) -> str:
     """ast.get_source_segment(source, node), without splitting the whole source again for each
     node (that split, a loop in Python, cost half a second per process over check.py's imports).
     The offsets are of UTF-8 bytes."""
@@ -88,7 +89,7 @@ def joined() -> str:
                                 "(check.py is one namespace)")
             owners[defined] = name
         imports += [line for line in found if line not in imports]
-        bodies.append(f"# {'-' * 93}\n# {name}.py\n# {'-' * 93}\n\n{body}")
+        bodies.append(f"# {'-' * 93}\n# {Path(name).name}.py\n# {'-' * 93}\n\n{body}")   # the file's name alone
     plain = sorted(i for i in imports if i.startswith("import "))
     froms = sorted(i for i in imports if i.startswith("from "))
     text = _header() + "\n".join(plain + froms) + "\n\n\n" + "\n\n".join(bodies)

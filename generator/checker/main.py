@@ -17,16 +17,16 @@ import threading
 import time
 from pathlib import Path
 
-from .common import EXIT_FAIL, EXIT_PASS, EXIT_UNRUNNABLE, HERE, LESSON, msg
-from .environment import missing_packages, platform_message, prepare
-from .bench import bench_after_check
-from .present import Evaluation, json_result, render_report, write_submission
-from .protocol import Channel
-from .sandbox import sandbox_label, sandbox_problem, triton_cache_dir
-from .static import blank_lines, load_target, read_target, review
-from .supervisor import START_MARGIN_S, Supervisor, choose_factory, close_factories, prepare_cases
-from .worker import serve
-from .zygote import zygote_main
+from .shared.common import EXIT_FAIL, EXIT_PASS, EXIT_UNRUNNABLE, HERE, LESSON, msg
+from .shared.environment import missing_packages, platform_message, prepare
+from .untrusted.bench import bench_after_check
+from .trusted.present import Evaluation, json_result, render_report, write_submission
+from .shared.protocol import Channel
+from .shared.sandbox import sandbox_label, sandbox_problem, triton_cache_dir
+from .trusted.static import blank_lines, load_target, read_target, review
+from .trusted.supervisor import START_MARGIN_S, Supervisor, choose_factory, close_factories, prepare_cases
+from .untrusted.worker import serve
+from .untrusted.zygote import zygote_main
 
 
 class Refused(Exception):

@@ -15,4 +15,4 @@ Gradescope results and a class summary. One job per module:
   summary.py     summary.md and .html: distribution, pass rates, reasons, declared mistakes
   pages.py       Markdown pages rendered as HTML
   run.py         the pipeline (grade, grade_in_container)
-The job that runs on the runner is generator/checker/grade_job.py."""
+The job that runs on the runner is generator/checker/jobs/grade_job.py."""

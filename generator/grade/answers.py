@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass, field
 
 from generator.grade.lesson import GradeLesson
-from generator.notebook import PART_KEY
+from generator.render.notebook import PART_KEY
 
 STATUSES = ("answered", "untouched", "empty", "absent")   # the better first, when files disagree
 MAX_CHARS = 20_000          # of one answer kept (the rest is cut, and says so)

@@ -53,10 +53,10 @@ from pathlib import Path, PurePosixPath
 
 from ruamel.yaml import YAML
 
-from generator.checker.common import without_main_block
-from generator.checker.static import blank_lines
+from generator.checker.shared.common import without_main_block
+from generator.checker.trusted.static import blank_lines
 from generator.grade.lesson import GradeLesson
-from generator.verify import code_key
+from generator.gate.verify import code_key
 
 MAX_FILE_MIB = 20          # a file larger than this is not read
 MAX_MEMBERS = 2000         # entries read from one zip archive

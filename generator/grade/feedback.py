@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from generator.checker.present import question_names
+from generator.checker.trusted.present import question_names
 from generator.grade.lesson import GradeLesson, Language
 from generator.grade.pages import code, fenced, html_page, plain
 from generator.grade.rows import Row, device_of, sandbox_of

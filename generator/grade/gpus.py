@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from typing import Callable, Mapping
 
-from generator.checker.environment import nvml_count
+from generator.checker.shared.environment import nvml_count
 
 
 def visible_gpus(environ: Mapping[str, str] = os.environ, count: Callable[[], int] = nvml_count) -> list[str]:

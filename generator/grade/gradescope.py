@@ -23,7 +23,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from generator.cache import write_text_atomically
+from generator.files.cache import write_text_atomically
 from generator.grade.feedback import note_lines, reason_text, summary_lines
 from generator.grade.lesson import GradeLesson, Language
 from generator.grade.rows import CONTAINER, Row, sandbox_of
@@ -88,7 +88,7 @@ def _case_tests(lesson: GradeLesson, row: Row, output: list[str], language: Lang
             continue
         tests.append({"name": names[case.id], "number": f"{1 if case.group == 'normal' else 2}.{index}",
                       "score": 0, "max_score": 0, "status": "passed" if result["status"] == "pass" else "failed",
-                      "output": "\n".join(_case_lines(output, names[case.id])), "visibility": visibility})
+                      "output": "\n".join(case_lines(output, names[case.id])), "visibility": visibility})
     return tests
 
 
@@ -115,7 +115,7 @@ def sandbox_in_container(requested: str, problem: str | None) -> tuple[str, str 
     return ("on", problem) if requested == "on" else (CONTAINER, None)
 
 
-def _case_lines(output: list[str], name: str) -> list[str]:
+def case_lines(output: list[str], name: str) -> list[str]:
     """A case's line in check.py's output and the detail lines under it."""
     for start, line in enumerate(output):
         shown = line[2:].split("  ", 1)[-1].rstrip()   # after the status; a note follows two spaces on

@@ -6,7 +6,7 @@ The submissions run against the course's source language's check.py; its sha256 
 hash that results are cached by. The other languages' checkers differ only in their messages:
 they re-render a result's lines in a student's language without running anything again.
 
-A grading kit (save_kit/load_kit, one JSON file) is the same without the content: the exercise
+A grading kit (kit_json/load_kit, one JSON file) is the same without the content: the exercise
 checkers, the texts and the lesson's description with its declared mistakes left out. It is what
 a Gradescope autograder ships (scripts/gradescope_autograder.py), so that no answer is in a
 container where students' code runs."""
@@ -21,10 +21,9 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from generator.cache import write_text_atomically
 from generator.errors import CoursepackError
-from generator.model import LessonSpec, Mistake
-from generator.verify import expected_failures
+from generator.content.model import LessonSpec, Mistake
+from generator.gate.verify import expected_failures
 
 
 class GradeError(CoursepackError):
@@ -161,8 +160,8 @@ class GradeLesson:
 
 
 def load_lesson(content_dir: Path, lesson_id: str) -> GradeLesson:
-    from generator.loader import load_content
-    from generator.render import LessonContext, checker_source
+    from generator.content.loader import load_content
+    from generator.render.render import LessonContext, checker_source
     content = load_content(content_dir)
     lesson = content.lessons.get(lesson_id)
     if lesson is None:
@@ -194,10 +193,6 @@ def kit_json(lesson: GradeLesson) -> str:
            "languages": {loc: {"checker": lang.checker, "texts": lang.texts, "heading": lang.heading,
                                "colon": lang.colon} for loc, lang in lesson.languages.items()}}
     return json.dumps(kit, ensure_ascii=False)
-
-
-def save_kit(lesson: GradeLesson, path: Path) -> None:
-    write_text_atomically(path, kit_json(lesson))
 
 
 def load_kit(path: Path) -> GradeLesson:

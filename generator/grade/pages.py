@@ -10,7 +10,7 @@ from pathlib import Path
 from markdown_it import MarkdownIt
 from markupsafe import Markup
 
-from generator.render import jinja_env
+from generator.render.render import jinja_env
 
 _MD = MarkdownIt("commonmark", {"html": False}).enable(["table"])
 

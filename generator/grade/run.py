@@ -3,7 +3,7 @@ every submission read), then run only the code whose result is not cached, then 
 output at once: the output folder is swapped in whole, so it is never half written.
 
     collect (collect.py, roster.py) -> units and the cache (tasks.py) -> runner tasks (tasks.py,
-    generator/checker/grade_job.py) -> rows (rows.py) -> grades.csv (gradebook.py),
+    generator/checker/jobs/grade_job.py) -> rows (rows.py) -> grades.csv (gradebook.py),
     feedback/ (feedback.py), gradescope/ (gradescope.py), summary.md/.html (summary.py)
 
 `grade_in_container` is the same for one student inside a Gradescope autograder container."""
@@ -18,11 +18,11 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Callable
 
-from generator.archive import replace_dir
-from generator.cache import BuildCache, key, write_text_atomically
-from generator.checker.sandbox import launcher_entries, sandbox_problem
+from generator.files.archive import replace_dir
+from generator.files.cache import BuildCache, key, write_text_atomically
+from generator.checker.shared.sandbox import launcher_entries, sandbox_problem
 from generator.errors import CoursepackError
 from generator.grade import gradescope as gs
 from generator.grade.answers import answers_json, attach_answers
@@ -39,10 +39,12 @@ from generator.grade.similarity import Settings
 from generator.grade.similarity_pages import earlier_terms, write_similarity
 from generator.grade.summary import CHART, score_chart, summary_markdown
 from generator.grade.tasks import START_S, ResultStore, Unit, collect_results, harvest, plan, unit_key
-from generator.render import check_templates, jinja_env
-from generator.resources import TEMPLATES
+from generator.render.render import check_templates, jinja_env
+from generator.files.resources import TEMPLATES
 from generator.review.record import after_grading
-from generator.runners import Task, default_jobs, make_runner
+from generator.runners.base import Task
+from generator.runners.factory import make_runner
+from generator.runners.options import RunnerOptions
 
 SUBMISSIONS_PER_PROCESS = 4
 
@@ -50,7 +52,10 @@ Progress = Callable[[str], None]
 
 
 @dataclass
-class GradeOptions:
+class GradeOptions(RunnerOptions):
+    """A grading run's settings; the runner's (runner, python, runner_command, slurm, jobs) are
+    RunnerOptions', keyword-only."""
+
     submissions: Path | None = None
     lesson: str = ""
     content: Path = Path("content")
@@ -59,11 +64,6 @@ class GradeOptions:
     build: Path | None = None           # the cache and job folders; default: build/ beside the content
     locale: str | None = None           # every feedback in this language
     roster: Path | None = None
-    runner: str = "auto"
-    python: str | None = None
-    runner_command: str | None = None
-    slurm: Any = None
-    jobs: int = field(default_factory=default_jobs)
     chunk: int | None = None            # submissions per task (default: all in one locally, 50 elsewhere)
     timeout: float | None = None        # seconds per case (default: the lesson's timeout_s)
     sandbox: str = "on"                 # "off": the documented opt-out; every output says so
@@ -103,7 +103,7 @@ def grade(options: GradeOptions, progress: Progress = _stderr) -> GradeOutcome:
     check_templates(jinja_env(options.templates))   # a broken page template stops grading before it runs code
     earlier = earlier_terms(options.compare_with)    # read before any code runs: a bad folder stops here
     out = options.out or build / "grades" / lesson.id
-    _check_out(out)
+    check_out_folder(out)
     locales = list(lesson.languages)
     if options.locale and options.locale not in locales:
         raise GradeError(f"--locale {options.locale}: not one of the course's languages ({', '.join(locales)})")
@@ -190,7 +190,7 @@ def _grade_one(lesson: GradeLesson, student: Student, options: GradeOptions, out
     outcome.rows = [row]
 
 
-def _check_out(out: Path) -> None:
+def check_out_folder(out: Path) -> None:
     """The output folder is replaced whole: refuse one that holds something else."""
     if out.exists() and any(out.iterdir()) and not (out / "grades.csv").exists():
         raise GradeError(f"--out {out}: the folder exists and holds no earlier grading (no grades.csv); "
@@ -199,8 +199,7 @@ def _check_out(out: Path) -> None:
 
 def _runner(options: GradeOptions, build: Path, progress: Progress):
     probes = BuildCache(build).probes
-    runner = make_runner(options.runner, options.python, options.runner_command, build / "triton-cache",
-                         probes / "auto.json", options.slurm, progress)
+    runner = make_runner(options, build / "triton-cache", probes / "auto.json", progress)
     if options.sandbox not in ("on", "off"):
         raise GradeError(f"--sandbox {options.sandbox}: expected on or off")
     if options.sandbox == "on" and runner.kind in ("cuda", "interpreter"):

@@ -12,7 +12,7 @@ from generator.grade.feedback import STATUS_KEYS
 from generator.grade.lesson import GradeLesson, Language
 from generator.grade.pages import code, plain, table
 from generator.grade.rows import STATUSES, Row, device_of, failed_cases, sandbox_of
-from generator.verify import shown_reason
+from generator.gate.verify import shown_reason
 
 CHART = "score_distribution.svg"
 

@@ -1,5 +1,5 @@
 """Running a class's code through the trusted checker: units (each distinct piece of code once),
-job folders of chunks of units, the runner's tasks (generator/checker/grade_job.py in each
+job folders of chunks of units, the runner's tasks (generator/checker/jobs/grade_job.py in each
 folder: on this machine through the warm task server, through a command template, or as the
 elements of one Slurm job array), and harvesting the results they leave.
 
@@ -22,10 +22,10 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from generator.cache import Store, read_json
-from generator.runners import Task, TaskResult
+from generator.files.cache import Store, read_json
+from generator.runners.base import Task, TaskResult
 
-GRADE_JOB = Path(__file__).resolve().parent.parent / "checker" / "grade_job.py"
+GRADE_JOB = Path(__file__).resolve().parent.parent / "checker" / "jobs" / "grade_job.py"
 START_S = 600            # a task's own start: torch, the sandboxed factory, the cases
 START_MARGIN_S = 60      # a worker's start and its import of the code, beyond the case time-out
 MAX_TASK_S = 4 * 3600

@@ -15,7 +15,7 @@ import difflib
 import re
 from dataclasses import dataclass
 
-BLANK = "______"   # the blank as the exercise file holds it (generator/checker/common.py)
+BLANK = "______"   # the blank as the exercise file holds it (generator/checker/shared/common.py)
 GUARD = re.compile(r"\bmask\s*=|^\s*assert\b")
 
 

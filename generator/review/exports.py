@@ -26,7 +26,7 @@ import io
 import time
 from pathlib import Path
 
-from generator.cache import write_text_atomically
+from generator.files.cache import write_text_atomically
 from generator.grade.gradebook import FORMULA_START, POSSIBLE, spreadsheet_safe
 from generator.review.store import Gradebook, ReviewError
 from generator.review.totals import Standing, result_text, standings

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from generator.cache import write_text_atomically
+from generator.files.cache import write_text_atomically
 from generator.grade.pages import html_page, plain
-from generator.resources import TEMPLATES
+from generator.files.resources import TEMPLATES
 from generator.review.exports import number_text
 from generator.review.store import Gradebook
 from generator.review.texts import localized, progress, words

@@ -9,7 +9,7 @@ import json
 from pathlib import Path
 from typing import Callable
 
-from generator.cache import write_text_atomically
+from generator.files.cache import write_text_atomically
 from generator.review.sync import AUTO, REGRADE, carry_over, sync, write_regrade
 
 

@@ -1,5 +1,5 @@
 """Students' Markdown as safe HTML: CommonMark with tables and $math$ (MathML, as the lesson pages
-draw it: generator/html.py), raw HTML never passed through, then sanitized by nh3 (ammonia) to an
+draw it: generator/render/html.py), raw HTML never passed through, then sanitized by nh3 (ammonia) to an
 allow-list of tags and attributes. What students wrote is untrusted: no script, no event
 attribute, no javascript: link survives, and the page's Content-Security-Policy allows no inline
 script besides."""
@@ -12,7 +12,7 @@ import nh3
 from markdown_it import MarkdownIt
 from mdit_py_plugins.dollarmath import dollarmath_plugin
 
-from generator.html import _converted
+from generator.render.html import converted_formula
 
 TAGS = {"p", "br", "hr", "em", "strong", "del", "code", "pre", "blockquote", "ul", "ol", "li", "a", "h1", "h2",
         "h3", "h4", "h5", "h6", "table", "thead", "tbody", "tr", "th", "td", "span", "div",
@@ -31,7 +31,7 @@ ATTRIBUTES = {"a": {"href", "title"}, "span": {"class"}, "div": {"class"}, "code
 def _parser() -> MarkdownIt:
     md = MarkdownIt("commonmark", {"html": False}).enable(["table", "strikethrough"])
     dollarmath_plugin(md, double_inline=True, allow_labels=False,
-                      renderer=lambda latex, options: _converted(latex, options["display_mode"])[0])
+                      renderer=lambda latex, options: converted_formula(latex, options["display_mode"])[0])
     return md
 
 

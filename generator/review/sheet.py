@@ -13,7 +13,7 @@ import io
 import math
 from pathlib import Path
 
-from generator.cache import write_text_atomically
+from generator.files.cache import write_text_atomically
 from generator.review.exports import csv_rows, number_text, uncell, write_grades_csv
 from generator.review.feedback import write_student_feedback
 from generator.review.store import Gradebook, ReviewError, manual_points

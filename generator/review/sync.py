@@ -17,7 +17,7 @@ import json
 import sqlite3
 from pathlib import Path
 
-from generator.cache import write_text_atomically
+from generator.files.cache import write_text_atomically
 from generator.review.store import FILE, Gradebook, ReviewError
 
 AUTO = "auto.json"

@@ -1,0 +1,1 @@
+"""pipeline: a build from start to end (options, the build, its report)."""

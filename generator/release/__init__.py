@@ -1,0 +1,1 @@
+"""release: verified packs written out (course bundles, Quarto projects)."""

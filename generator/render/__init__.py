@@ -1,0 +1,1 @@
+"""render: content -> packs in memory (Jinja, HTML, charts, notebooks); pure, writes nothing."""

@@ -1,0 +1,2 @@
+"""runners: where generated checkers run (local processes, a command template, Slurm); imports only
+files and errors."""
