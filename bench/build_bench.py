@@ -85,25 +85,42 @@ def make_course(root: Path, n: int) -> list[str]:
     for lesson_id in ids:
         target = content / "lessons" / lesson_id
         shutil.copytree(source, target)
-        (target / "lesson.yaml").write_text(spec.replace(old_id, f"id: {lesson_id}\n"), encoding="utf-8")
+        (target / "lesson.yaml").write_text(
+            spec.replace(old_id, f"id: {lesson_id}\n"), encoding="utf-8"
+        )
     shutil.rmtree(source)
 
     def lessons(course):
         for entry in course["lessons"]:
             if entry["status"] == "published":
                 entry["status"] = "planned"
-        for i, lesson_id in enumerate(ids):   # numbers go up to 999; past 900 copies they repeat (titles differ)
-            course["lessons"].append({"id": lesson_id, "number": 100 + i % 900, "status": "published"})
+        for i, lesson_id in enumerate(
+            ids
+        ):  # numbers go up to 999; past 900 copies they repeat (titles differ)
+            course["lessons"].append(
+                {"id": lesson_id, "number": 100 + i % 900, "status": "published"}
+            )
 
     _edit(content / "course.yaml", lessons)
-    source_locale = _yaml().load((content / "course.yaml").read_text(encoding="utf-8"))["source_locale"]
+    source_locale = _yaml().load((content / "course.yaml").read_text(encoding="utf-8"))[
+        "source_locale"
+    ]
     locales = sorted((content / "locales").glob("*.yaml"))
     for path in locales:
-        _edit(path, lambda data: data["lesson_titles"].update(
-            {lesson_id: f"ReLU copy {i}" for i, lesson_id in enumerate(ids)}))
+        _edit(
+            path,
+            lambda data: data["lesson_titles"].update(
+                {lesson_id: f"ReLU copy {i}" for i, lesson_id in enumerate(ids)}
+            ),
+        )
     for path in locales:
         if path.stem != source_locale:
-            bless(content, path.stem, [f"lesson_titles.{lesson_id}" for lesson_id in ids], all_stale=False)
+            bless(
+                content,
+                path.stem,
+                [f"lesson_titles.{lesson_id}" for lesson_id in ids],
+                all_stale=False,
+            )
     report = status(content)
     if not report["clean"]:
         raise CoursepackError(f"the synthetic course's translations are not up to date: {report}")
@@ -111,8 +128,19 @@ def make_course(root: Path, n: int) -> list[str]:
 
 
 def _command(root: Path, templates: Path) -> list[str]:
-    return [sys.executable, "-m", "generator", "build", "--content", str(root / "content"),
-            "--templates", str(templates), "--out", str(root / "build"), "--no-verify"]
+    return [
+        sys.executable,
+        "-m",
+        "generator",
+        "build",
+        "--content",
+        str(root / "content"),
+        "--templates",
+        str(templates),
+        "--out",
+        str(root / "build"),
+        "--no-verify",
+    ]
 
 
 def _tree_pss(pid: int) -> int:
@@ -123,10 +151,12 @@ def _tree_pss(pid: int) -> int:
         current = todo.pop()
         try:
             rollup = Path(f"/proc/{current}/smaps_rollup").read_text()
-            total += int(next(line.split()[1] for line in rollup.splitlines() if line.startswith("Pss:")))
+            total += int(
+                next(line.split()[1] for line in rollup.splitlines() if line.startswith("Pss:"))
+            )
             for task in Path(f"/proc/{current}/task").iterdir():
                 todo += [int(child) for child in (task / "children").read_text().split()]
-        except (OSError, StopIteration, ValueError):   # gone meanwhile
+        except (OSError, StopIteration, ValueError):  # gone meanwhile
             continue
     return total
 
@@ -153,8 +183,10 @@ def _run(args: list[str], env: dict, cwd: Path) -> tuple[float, float, float, fl
         process.returncode = os.waitstatus_to_exitcode(status_)
         if process.returncode != 0:
             output.seek(0)
-            raise CoursepackError(f"{' '.join(args[:4])} ... exited with {process.returncode}:\n"
-                                  f"{output.read().decode(errors='replace').strip()[-3000:]}")
+            raise CoursepackError(
+                f"{' '.join(args[:4])} ... exited with {process.returncode}:\n"
+                f"{output.read().decode(errors='replace').strip()[-3000:]}"
+            )
     return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, tree[0] / 1024
 
 
@@ -171,9 +203,17 @@ def run(n: int, repeat: int = 1, codes: tuple[Path, ...] = (REPO,)) -> list[dict
         found = []
         for code, runs in rows.items():
             median = {key: statistics.median(r[key] for r in runs) for key in runs[0]}
-            found.append(median | {"n": n, "packs": runs[0]["packs"], "code": code,
-                                   "ms_per_pack": median["build_s"] / runs[0]["packs"] * 1000, "runs": repeat,
-                                   "slowest_s": max(r["build_s"] for r in runs)})
+            found.append(
+                median
+                | {
+                    "n": n,
+                    "packs": runs[0]["packs"],
+                    "code": code,
+                    "ms_per_pack": median["build_s"] / runs[0]["packs"] * 1000,
+                    "runs": repeat,
+                    "slowest_s": max(r["build_s"] for r in runs),
+                }
+            )
         return found
     finally:
         shutil.rmtree(root, ignore_errors=True)
@@ -183,13 +223,25 @@ def _build_once(root: Path, code: Path) -> dict:
     shutil.rmtree(root / "build", ignore_errors=True)
     env = dict(os.environ, PYTHONPATH=str(code))
     command = _command(root, code / "templates")
-    wall, cpu, peak, tree = _run(command, env, code)   # in code: `-m generator` is found there first
+    wall, cpu, peak, tree = _run(command, env, code)  # in code: `-m generator` is found there first
     report = json.loads((root / "build" / "report.json").read_text(encoding="utf-8"))
     noop, _, _, _ = _run(command, env, code)
     packs = sum(1 for name in report["zips"] if name.startswith("lesson"))
-    bundles = [p.stat().st_size for p in (root / "build" / "dist").glob("*.zip") if not p.name.startswith("lesson")]
-    return {"wall_s": wall, "build_s": report["seconds"], "cpu_s": cpu, "peak_mib": peak, "tree_mib": tree,
-            "noop_s": noop, "packs": packs, "bundle_mb": max(bundles, default=0) / 1e6}
+    bundles = [
+        p.stat().st_size
+        for p in (root / "build" / "dist").glob("*.zip")
+        if not p.name.startswith("lesson")
+    ]
+    return {
+        "wall_s": wall,
+        "build_s": report["seconds"],
+        "cpu_s": cpu,
+        "peak_mib": peak,
+        "tree_mib": tree,
+        "noop_s": noop,
+        "packs": packs,
+        "bundle_mb": max(bundles, default=0) / 1e6,
+    }
 
 
 def _positive(text: str) -> int:
@@ -198,24 +250,48 @@ def _positive(text: str) -> int:
     except ValueError:
         value = 0
     if value < 1:
-        raise argparse.ArgumentTypeError(f"N must be a whole number of lessons, at least 1 (got {text!r})")
+        raise argparse.ArgumentTypeError(
+            f"N must be a whole number of lessons, at least 1 (got {text!r})"
+        )
     return value
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description="Build scaling: N synthetic lessons x 2 locales x 2 editions.")
-    parser.add_argument("n", nargs="*", type=_positive, default=SIZES, metavar="N",
-                        help=f"numbers of lessons to time (default: {' '.join(map(str, SIZES))})")
-    parser.add_argument("--repeat", type=_positive, default=1, metavar="R", help="builds per size; medians are printed")
-    parser.add_argument("--compare", type=Path, metavar="DIR",
-                        help="another checkout (its generator and templates) to build the same courses, taking turns")
+    parser = argparse.ArgumentParser(
+        description="Build scaling: N synthetic lessons x 2 locales x 2 editions."
+    )
+    parser.add_argument(
+        "n",
+        nargs="*",
+        type=_positive,
+        default=SIZES,
+        metavar="N",
+        help=f"numbers of lessons to time (default: {' '.join(map(str, SIZES))})",
+    )
+    parser.add_argument(
+        "--repeat",
+        type=_positive,
+        default=1,
+        metavar="R",
+        help="builds per size; medians are printed",
+    )
+    parser.add_argument(
+        "--compare",
+        type=Path,
+        metavar="DIR",
+        help="another checkout (its generator and templates) to build the same courses, taking turns",
+    )
     args = parser.parse_args(argv)
     codes = (args.compare.resolve(), REPO) if args.compare else (REPO,)
-    print(f"build scaling on {os.cpu_count()} CPUs, Python {sys.version.split()[0]} (packs built with --no-verify"
-          f"{f'; medians of {args.repeat} builds' if args.repeat > 1 else ''})")
+    print(
+        f"build scaling on {os.cpu_count()} CPUs, Python {sys.version.split()[0]} (packs built with --no-verify"
+        f"{f'; medians of {args.repeat} builds' if args.repeat > 1 else ''})"
+    )
     many = args.repeat > 1
-    print(f"{'lessons':>8} {'packs':>6} {'build s':>9} {'ms/pack':>8} {'CPU s':>8} {'peak MiB':>9} {'all MiB':>8} "
-          f"{'bundle MB':>10} {'no-op s':>8}{' slowest s' if many else ''}{'  code' if args.compare else ''}")
+    print(
+        f"{'lessons':>8} {'packs':>6} {'build s':>9} {'ms/pack':>8} {'CPU s':>8} {'peak MiB':>9} {'all MiB':>8} "
+        f"{'bundle MB':>10} {'no-op s':>8}{' slowest s' if many else ''}{'  code' if args.compare else ''}"
+    )
     for n in args.n:
         try:
             rows = run(n, args.repeat, codes)
@@ -224,9 +300,12 @@ def main(argv: list[str] | None = None) -> int:
             return 1
         for r in rows:
             slowest = f" {r['slowest_s']:>9.2f}" if many else ""
-            print(f"{r['n']:>8} {r['packs']:>6} {r['build_s']:>9.2f} {r['ms_per_pack']:>8.1f} {r['cpu_s']:>8.2f} "
-                  f"{r['peak_mib']:>9.0f} {r['tree_mib']:>8.0f} {r['bundle_mb']:>10.2f} {r['noop_s']:>8.2f}{slowest}"
-                  f"{'  ' + str(r['code']) if args.compare else ''}", flush=True)
+            print(
+                f"{r['n']:>8} {r['packs']:>6} {r['build_s']:>9.2f} {r['ms_per_pack']:>8.1f} {r['cpu_s']:>8.2f} "
+                f"{r['peak_mib']:>9.0f} {r['tree_mib']:>8.0f} {r['bundle_mb']:>10.2f} {r['noop_s']:>8.2f}{slowest}"
+                f"{'  ' + str(r['code']) if args.compare else ''}",
+                flush=True,
+            )
     return 0
 
 

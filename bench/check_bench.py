@@ -35,10 +35,14 @@ REPO = Path(__file__).resolve().parent.parent
 
 def timed(args: list[str], cwd: Path, env: dict) -> tuple[float, str]:
     start = time.monotonic()
-    done = subprocess.run([sys.executable, *args], cwd=cwd, capture_output=True, text=True, env=env, timeout=900)
+    done = subprocess.run(
+        [sys.executable, *args], cwd=cwd, capture_output=True, text=True, env=env, timeout=900
+    )
     seconds = time.monotonic() - start
     if done.returncode not in (0, 1):
-        raise SystemExit(f"check_bench: {' '.join(args)} in {cwd} exited {done.returncode}:\n{done.stderr[-2000:]}")
+        raise SystemExit(
+            f"check_bench: {' '.join(args)} in {cwd} exited {done.returncode}:\n{done.stderr[-2000:]}"
+        )
     return seconds, done.stdout
 
 
@@ -58,9 +62,14 @@ def answer_packs(dist: Path, into: Path) -> dict[str, Path]:
 def split(data: dict) -> dict[str, float]:
     timing = data.get("timing") or {}
     ran = [c["seconds"] for c in data["cases"] if "seconds" in c]
-    return {"import": timing.get("import_s", 0.0), "factory": timing.get("factory_s", 0.0),
-            "cases": timing.get("cases_s", 0.0), "child": timing.get("startup_s", 0.0),
-            "case 1": ran[0] if ran else 0.0, "others": sum(ran[1:])}
+    return {
+        "import": timing.get("import_s", 0.0),
+        "factory": timing.get("factory_s", 0.0),
+        "cases": timing.get("cases_s", 0.0),
+        "child": timing.get("startup_s", 0.0),
+        "case 1": ran[0] if ran else 0.0,
+        "others": sum(ran[1:]),
+    }
 
 
 def slowest(data: dict) -> str:
@@ -81,19 +90,25 @@ def main(argv: list[str] | None = None) -> int:
     try:
         packs = answer_packs(args.dist, work)
         if not packs:
-            raise SystemExit(f"check_bench: no lesson answer zips in {args.dist}; run `make packs` first")
+            raise SystemExit(
+                f"check_bench: no lesson answer zips in {args.dist}; run `make packs` first"
+            )
         if args.smoke:
             packs = dict(list(packs.items())[:1])
         env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
         env.pop("TRITON_INTERPRET", None)
         bare = statistics.median(timed(["-c", "import torch"], work, env)[0] for _ in range(repeat))
         command = ["check.py", "--json"] + (["--sandbox"] if args.sandbox else [])
-        print(f"coursepack check.py benchmark · python {sys.version.split()[0]} · {repeat} warm run(s) each"
-              f"{' · in the sandbox' if args.sandbox else ''}")
+        print(
+            f"coursepack check.py benchmark · python {sys.version.split()[0]} · {repeat} warm run(s) each"
+            f"{' · in the sandbox' if args.sandbox else ''}"
+        )
         print(f"  import torch alone: median {bare:.2f} s\n")
-        print(f"  {'lesson':22} {'cases':>5} {'cold s':>7} {'warm s':>7} {'- torch':>7}   "
-              f"{'import':>6} {'factry':>6} {'cases':>6} {'child':>6} {'case 1':>6} {'others':>6}   "
-              f"{'slowest other case':24} on")
+        print(
+            f"  {'lesson':22} {'cases':>5} {'cold s':>7} {'warm s':>7} {'- torch':>7}   "
+            f"{'import':>6} {'factry':>6} {'cases':>6} {'child':>6} {'case 1':>6} {'others':>6}   "
+            f"{'slowest other case':24} on"
+        )
         for lesson, pack in packs.items():
             run_env = dict(env, TRITON_CACHE_DIR=str(work / f"triton-{lesson}"))
             first = timed(command, pack, run_env)
@@ -101,14 +116,22 @@ def main(argv: list[str] | None = None) -> int:
             warm = [first] if args.smoke else [timed(command, pack, run_env) for _ in range(repeat)]
             wall = statistics.median(s for s, _ in warm)
             runs = [json.loads(out) for _, out in warm]
-            parts = {k: statistics.median(split(r)[k] for r in runs)
-                     for k in ("import", "factory", "cases", "child", "case 1", "others")}
+            parts = {
+                k: statistics.median(split(r)[k] for r in runs)
+                for k in ("import", "factory", "cases", "child", "case 1", "others")
+            }
             where = runs[0].get("environment") or {}
-            on = "interpreter (CPU)" if where.get("interpreter", True) else where.get("device", "GPU")
-            print(f"  {lesson:22} {len(runs[0]['cases']):5d} {cold:7.2f} {wall:7.2f} {wall - bare:7.2f}   "
-                  f"{parts['import']:6.2f} {parts['factory']:6.2f} {parts['cases']:6.2f} {parts['child']:6.2f} "
-                  f"{parts['case 1']:6.2f} {parts['others']:6.2f}   "
-                  f"{slowest(runs[0]):24} {on}")
+            on = (
+                "interpreter (CPU)"
+                if where.get("interpreter", True)
+                else where.get("device", "GPU")
+            )
+            print(
+                f"  {lesson:22} {len(runs[0]['cases']):5d} {cold:7.2f} {wall:7.2f} {wall - bare:7.2f}   "
+                f"{parts['import']:6.2f} {parts['factory']:6.2f} {parts['cases']:6.2f} {parts['child']:6.2f} "
+                f"{parts['case 1']:6.2f} {parts['others']:6.2f}   "
+                f"{slowest(runs[0]):24} {on}"
+            )
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return 0

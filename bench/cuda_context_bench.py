@@ -15,6 +15,7 @@ CUDA_DEVICE_MAX_CONNECTIONS=1 to measure as they start.
 Prints, per N: each process's times (median, max), the wall time and contexts per second. Needs a
 CUDA GPU (Linux: fork). Never fails on time.
 """
+
 import argparse
 import ctypes
 import json
@@ -27,7 +28,9 @@ import warnings
 
 def torch_start(torch, alloc_mb):
     torch.cuda.init()
-    buffer = torch.empty(max(1, alloc_mb << 18), dtype=torch.float32, device="cuda")   # MB of float32
+    buffer = torch.empty(
+        max(1, alloc_mb << 18), dtype=torch.float32, device="cuda"
+    )  # MB of float32
     buffer.zero_()
     torch.cuda.synchronize()
     return torch.cuda.get_device_name(0)
@@ -37,21 +40,24 @@ def driver_life(alloc_mb, marks):
     """cuInit, the primary context, an allocation set to zero, its release: the times after each."""
     cuda = ctypes.CDLL("libcuda.so.1")
     device, context, pointer = ctypes.c_int(), ctypes.c_void_p(), ctypes.c_uint64()
-    for call in (lambda: cuda.cuInit(0), lambda: cuda.cuDeviceGet(ctypes.byref(device), 0),
-                 lambda: cuda.cuDevicePrimaryCtxRetain(ctypes.byref(context), device),
-                 lambda: cuda.cuCtxSetCurrent(context)):
+    for call in (
+        lambda: cuda.cuInit(0),
+        lambda: cuda.cuDeviceGet(ctypes.byref(device), 0),
+        lambda: cuda.cuDevicePrimaryCtxRetain(ctypes.byref(context), device),
+        lambda: cuda.cuCtxSetCurrent(context),
+    ):
         if call() != 0:
             raise SystemExit("cuda_context_bench: the driver refused a call")
-    marks.append(time.monotonic())   # the context is ready
+    marks.append(time.monotonic())  # the context is ready
     nbytes = max(1, alloc_mb) << 20
     if cuda.cuMemAlloc_v2(ctypes.byref(pointer), ctypes.c_size_t(nbytes)) != 0:
         raise SystemExit("cuda_context_bench: cuMemAlloc failed")
     cuda.cuMemsetD8_v2(pointer, ctypes.c_ubyte(0), ctypes.c_size_t(nbytes))
     cuda.cuCtxSynchronize()
-    marks.append(time.monotonic())   # the work is done
+    marks.append(time.monotonic())  # the work is done
     cuda.cuMemFree_v2(pointer)
     cuda.cuDevicePrimaryCtxRelease_v2(device)
-    marks.append(time.monotonic())   # the context is gone
+    marks.append(time.monotonic())  # the context is gone
     name = ctypes.create_string_buffer(100)
     cuda.cuDeviceGetName(name, 100, device)
     return name.value.decode()
@@ -66,7 +72,7 @@ def child(start, write_end):
 
 
 def fork(start, read_end, write_end):
-    with warnings.catch_warnings():   # torch's import starts a thread that a child does not need
+    with warnings.catch_warnings():  # torch's import starts a thread that a child does not need
         warnings.simplefilter("ignore", DeprecationWarning)
         pid = os.fork()
     if pid == 0:
@@ -101,9 +107,16 @@ def batch(start, n):
         os.waitpid(pid, 0)
     lives = read_lines(read_end)
     if len(lives) != n:
-        raise SystemExit(f"cuda_context_bench: {n - len(lives)} of {n} processes did not start CUDA")
+        raise SystemExit(
+            f"cuda_context_bench: {n - len(lives)} of {n} processes did not start CUDA"
+        )
     each = [marks[1] - marks[0] for marks, _, _ in lives]
-    return statistics.median(each), max(each), max(marks[1] for marks, _, _ in lives) - began, lives[0][1]
+    return (
+        statistics.median(each),
+        max(each),
+        max(marks[1] for marks, _, _ in lives) - began,
+        lives[0][1],
+    )
 
 
 def steady(start, n, seconds):
@@ -128,8 +141,12 @@ def steady(start, n, seconds):
     os.set_blocking(read_end, True)
     lives = read_lines(read_end, kept)
     within = sorted(end for end in reaped.values() if end <= deadline)
-    return len(within), (within[-1] - began) if within else seconds, \
-        [marks + [reaped[pid]] for marks, _, pid in lives], lives[0][1]
+    return (
+        len(within),
+        (within[-1] - began) if within else seconds,
+        [marks + [reaped[pid]] for marks, _, pid in lives],
+        lives[0][1],
+    )
 
 
 def spread(values):
@@ -140,19 +157,32 @@ def starter(driver, alloc):
     """(what each process does, its label): the bare driver, or torch as the workers start it."""
     if driver:
         return (lambda marks: driver_life(alloc, marks)), "the bare driver"
-    os.environ["PYTORCH_NVML_BASED_CUDA_CHECK"] = "1"   # this process must not start CUDA: its children do
+    os.environ["PYTORCH_NVML_BASED_CUDA_CHECK"] = (
+        "1"  # this process must not start CUDA: its children do
+    )
     import torch
+
     if not torch.cuda.is_available():
         raise SystemExit("cuda_context_bench: needs a CUDA GPU")
-    return (lambda marks: (torch_start(torch, alloc), marks.append(time.monotonic()))[0]), f"torch {torch.__version__}"
+    return (
+        lambda marks: (torch_start(torch, alloc), marks.append(time.monotonic()))[0]
+    ), f"torch {torch.__version__}"
 
 
 def main(argv):
-    parser = argparse.ArgumentParser(description="How many CUDA contexts one GPU starts (and ends) per second.")
+    parser = argparse.ArgumentParser(
+        description="How many CUDA contexts one GPU starts (and ends) per second."
+    )
     parser.add_argument("counts", nargs="*", type=int, help="processes at once (N)")
-    parser.add_argument("--steady", type=float, metavar="S", help="whole lives for S seconds, N at all times")
-    parser.add_argument("--driver", action="store_true", help="the bare driver through ctypes, not torch")
-    parser.add_argument("--alloc", type=int, default=2, metavar="MB", help="memory each process allocates (2)")
+    parser.add_argument(
+        "--steady", type=float, metavar="S", help="whole lives for S seconds, N at all times"
+    )
+    parser.add_argument(
+        "--driver", action="store_true", help="the bare driver through ctypes, not torch"
+    )
+    parser.add_argument(
+        "--alloc", type=int, default=2, metavar="MB", help="memory each process allocates (2)"
+    )
     args = parser.parse_args(argv)
     counts = args.counts or ([1, 4, 8, 16, 32] if args.steady else [1, 1, 4, 8, 16, 32])
     start, label = starter(args.driver, args.alloc)
@@ -161,21 +191,30 @@ def main(argv):
         print(f"CUDA contexts started at once · {label} · hardware queues {queues}")
         for n in counts:
             median, longest, wall, device = batch(start, n)
-            print(f"  {device} n={n:3d}  per process: median {median:.3f} s, max {longest:.3f} s  batch {wall:.3f} s  "
-                  f"-> {n / wall:.1f} contexts/s", flush=True)
+            print(
+                f"  {device} n={n:3d}  per process: median {median:.3f} s, max {longest:.3f} s  batch {wall:.3f} s  "
+                f"-> {n / wall:.1f} contexts/s",
+                flush=True,
+            )
         return 0
-    print(f"CUDA contexts' whole lives, {args.steady:g} s each, N at all times · {label} · {args.alloc} MB each · "
-          f"hardware queues {queues}")
+    print(
+        f"CUDA contexts' whole lives, {args.steady:g} s each, N at all times · {label} · {args.alloc} MB each · "
+        f"hardware queues {queues}"
+    )
     for n in counts:
         done, wall, lives, device = steady(start, n, args.steady)
         parts = f"to a context {spread([m[1] - m[0] for m in lives])}"
         if args.driver:
-            parts += (f", work {spread([m[2] - m[1] for m in lives])}, release {spread([m[3] - m[2] for m in lives])}"
-                      f", exit {spread([m[4] - m[3] for m in lives])}")
+            parts += (
+                f", work {spread([m[2] - m[1] for m in lives])}, release {spread([m[3] - m[2] for m in lives])}"
+                f", exit {spread([m[4] - m[3] for m in lives])}"
+            )
         else:
             parts += f", exit {spread([m[2] - m[1] for m in lives])}"
-        print(f"  {device} n={n:3d}  {done} lives in {wall:.2f} s -> {done / wall:.1f} contexts/s  ({parts})",
-              flush=True)
+        print(
+            f"  {device} n={n:3d}  {done} lives in {wall:.2f} s -> {done / wall:.1f} contexts/s  ({parts})",
+            flush=True,
+        )
     return 0
 
 

@@ -38,11 +38,20 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         started = time.perf_counter()
-        build(BuildOptions(content=REPO / "content", templates=REPO / "templates",
-                           out=root / "build", verify=False), progress=lambda _: None)
+        build(
+            BuildOptions(
+                content=REPO / "content",
+                templates=REPO / "templates",
+                out=root / "build",
+                verify=False,
+            ),
+            progress=lambda _: None,
+        )
         print(f"build --no-verify of all packs: {time.perf_counter() - started:.1f} s")
         print("\ninlined mermaid (what the build does)")
-        print(f"  {'pack':34} {'page':>9} {'w/o mermaid':>11} {'zip entry':>9} {'zip total':>9} {'drawn in':>8}")
+        print(
+            f"  {'pack':34} {'page':>9} {'w/o mermaid':>11} {'zip entry':>9} {'zip total':>9} {'drawn in':>8}"
+        )
         pages = []
         driver = new_driver()
         try:
@@ -57,14 +66,30 @@ def main() -> int:
                 for _ in range(3):
                     driver.get(page.as_uri())
                     assert wait_for_figures(driver) == "done"
-                    times.append(int(driver.execute_script("return document.documentElement.dataset.figuresMs")))
-                print(f"  {path.stem:34} {len(data):9,} {len(strip_vendored(data)):11,} {info.compress_size:9,} "
-                      f"{path.stat().st_size:9,} {statistics.median(times):6} ms")
+                    times.append(
+                        int(
+                            driver.execute_script(
+                                "return document.documentElement.dataset.figuresMs"
+                            )
+                        )
+                    )
+                print(
+                    f"  {path.stem:34} {len(data):9,} {len(strip_vendored(data)):11,} {info.compress_size:9,} "
+                    f"{path.stat().st_size:9,} {statistics.median(times):6} ms"
+                )
             script = mermaid_script().encode()
-            print(f"  mermaid.min.js + licence: {len(script):,} bytes, {len(zlib.compress(script, 6)):,} deflated (level 6)")
+            print(
+                f"  mermaid.min.js + licence: {len(script):,} bytes, {len(zlib.compress(script, 6)):,} deflated (level 6)"
+            )
             print("\npre-rendered SVG (the alternative)")
-            sources = sorted({t.content.strip() for data in pages
-                              for t in parse(_markdown_of(root, data)) if t.type == "fence" and t.info.strip() == "mermaid"})
+            sources = sorted(
+                {
+                    t.content.strip()
+                    for data in pages
+                    for t in parse(_markdown_of(root, data))
+                    if t.type == "fence" and t.info.strip() == "mermaid"
+                }
+            )
             _prerender(root, sources)
         finally:
             driver.quit()
@@ -80,8 +105,10 @@ def _markdown_of(root: Path, page: bytes) -> str:
 
 def _prerender(root: Path, sources: list[str]) -> None:
     host = root / "render.html"
-    host.write_text("<!DOCTYPE html><meta charset=utf-8><body><script>" + mermaid_script() + "</script>",
-                    encoding="utf-8")
+    host.write_text(
+        "<!DOCTYPE html><meta charset=utf-8><body><script>" + mermaid_script() + "</script>",
+        encoding="utf-8",
+    )
     results = {}
     for fonts in ("'Noto Sans CJK SC', sans-serif", "'DejaVu Sans', sans-serif"):
         started = time.perf_counter()
@@ -90,29 +117,38 @@ def _prerender(root: Path, sources: list[str]) -> None:
             driver.get(host.as_uri())
             svgs = []
             for index, source in enumerate(sources):
-                svgs.append(driver.execute_async_script(
-                    "const [src, id, font, done] = arguments;"
-                    "mermaid.initialize({startOnLoad: false, securityLevel: 'strict', fontFamily: font,"
-                    " themeVariables: {fontFamily: font}});"
-                    "mermaid.render(id, src).then(r => done(r.svg), e => done('ERROR ' + e));",
-                    source, f"figure{index}", fonts))
+                svgs.append(
+                    driver.execute_async_script(
+                        "const [src, id, font, done] = arguments;"
+                        "mermaid.initialize({startOnLoad: false, securityLevel: 'strict', fontFamily: font,"
+                        " themeVariables: {fontFamily: font}});"
+                        "mermaid.render(id, src).then(r => done(r.svg), e => done('ERROR ' + e));",
+                        source,
+                        f"figure{index}",
+                        fonts,
+                    )
+                )
         finally:
             driver.quit()
         seconds = time.perf_counter() - started
         results[fonts] = svgs
         sizes = [len(s.encode()) for s in svgs]
         packed = [len(zlib.compress(s.encode(), 6)) for s in svgs]
-        print(f"  fonts {fonts}: {len(svgs)} figures in {seconds:.1f} s (Chromium start included); "
-              f"SVG {min(sizes):,}-{max(sizes):,} bytes, {min(packed):,}-{max(packed):,} deflated")
+        print(
+            f"  fonts {fonts}: {len(svgs)} figures in {seconds:.1f} s (Chromium start included); "
+            f"SVG {min(sizes):,}-{max(sizes):,} bytes, {min(packed):,}-{max(packed):,} deflated"
+        )
     (font_a, a), (font_b, b) = results.items()
     # The font names are in the SVG's style: take them out, so only the geometry is compared
     # (text widths measured with the fonts this machine has).
     a = [x.replace(font_a, "FONT").replace(font_a.replace("'", '"'), "FONT") for x in a]
     b = [y.replace(font_b, "FONT").replace(font_b.replace("'", '"'), "FONT") for y in b]
     same = sum(x == y for x, y in zip(a, b))
-    print(f"  same geometry (font names taken out) under the two font stacks: {same} of {len(a)} figures "
-          f"({', '.join(hashlib.sha256(x.encode()).hexdigest()[:8] for x in a)} vs "
-          f"{', '.join(hashlib.sha256(y.encode()).hexdigest()[:8] for y in b)})")
+    print(
+        f"  same geometry (font names taken out) under the two font stacks: {same} of {len(a)} figures "
+        f"({', '.join(hashlib.sha256(x.encode()).hexdigest()[:8] for x in a)} vs "
+        f"{', '.join(hashlib.sha256(y.encode()).hexdigest()[:8] for y in b)})"
+    )
 
 
 if __name__ == "__main__":

@@ -62,12 +62,13 @@ OTTER = "otter-grader==7.0.0"
 SAME_AS_PROJECT = ("torch", "triton", "numpy", "ipykernel")
 ANSWER = "tl.maximum(xv, 0.0, propagate_nan=tl.PropagateNan.ALL)"
 NOTEBOOK_NAME = "relu.ipynb"
-GUARD = 4096   # as generator/checker/runtime.py
+GUARD = 4096  # as generator/checker/runtime.py
 
 
 # ---------------------------------------------------------------------------------------------
 # otter's environment
 # ---------------------------------------------------------------------------------------------
+
 
 def lock_pins() -> dict[str, str]:
     pins = {}
@@ -91,7 +92,9 @@ def ensure_venv(log=print) -> Path:
     wanted = "\n".join(requirements()) + "\n"
     if python.exists() and marker.exists() and marker.read_text(encoding="utf-8") == wanted:
         return python
-    log(f"setting up {VENV.relative_to(REPO)}: {' '.join(requirements())} (once; this takes minutes)")
+    log(
+        f"setting up {VENV.relative_to(REPO)}: {' '.join(requirements())} (once; this takes minutes)"
+    )
     if not python.exists():
         subprocess.run([sys.executable, "-m", "venv", str(VENV)], check=True)
         subprocess.run([str(python), "-m", "pip", "install", "-q", "--upgrade", "pip"], check=True)
@@ -105,22 +108,39 @@ def ensure_venv(log=print) -> Path:
 # the lesson, read from lesson.yaml and solution.py
 # ---------------------------------------------------------------------------------------------
 
+
 def load_lesson() -> dict:
     from ruamel.yaml import YAML
+
     spec = YAML(typ="safe").load((LESSON / "lesson.yaml").read_text(encoding="utf-8"))
     checks = spec["checks"]
-    runnable = [c for c in checks["cases"]
-                if not c.get("gpu_only") and c.get("dtype", "float32") != "bfloat16"]   # as the checker skips
+    runnable = [
+        c
+        for c in checks["cases"]
+        if not c.get("gpu_only") and c.get("dtype", "float32") != "bfloat16"
+    ]  # as the checker skips
     ids = [c["id"] for c in runnable]
     mistakes = []
     for m in checks.get("mistakes", []):
         fails = m["fails"]
-        expected = ([i for i in ids if i not in fails["all_except"]] if isinstance(fails, dict)
-                    else [i for i in fails if i in ids])
-        mistakes.append({"id": m["id"], "fill": m.get("fill"), "replace": m.get("replace"), "fails": expected})
+        expected = (
+            [i for i in ids if i not in fails["all_except"]]
+            if isinstance(fails, dict)
+            else [i for i in fails if i in ids]
+        )
+        mistakes.append(
+            {"id": m["id"], "fill": m.get("fill"), "replace": m.get("replace"), "fails": expected}
+        )
     (draw,) = [i.get("draw", {}) for i in checks["inputs"]]
-    return {"cases": runnable, "draw": draw, "poison": float(checks["poison"]), "mistakes": mistakes,
-            "groups": {part["id"]: part["points"] for part in spec["rubric"]["parts"] if part["kind"] == "auto"}}
+    return {
+        "cases": runnable,
+        "draw": draw,
+        "poison": float(checks["poison"]),
+        "mistakes": mistakes,
+        "groups": {
+            part["id"]: part["points"] for part in spec["rubric"]["parts"] if part["kind"] == "auto"
+        },
+    }
 
 
 def kernel_source() -> str:
@@ -134,7 +154,9 @@ def kernel_source() -> str:
         if "# @blank" in line:
             line = line.split("# @blank")[0].rstrip()
             if ANSWER not in line:
-                raise SystemExit(f"the blank line of solution.py no longer holds {ANSWER}: {line.strip()}")
+                raise SystemExit(
+                    f"the blank line of solution.py no longer holds {ANSWER}: {line.strip()}"
+                )
         lines.append(line)
     return "\n".join(lines).rstrip() + "\n"
 
@@ -243,42 +265,72 @@ def master_notebook(mistakes: bool = False):
     lesson = load_lesson()
     kernel = kernel_source()
     blank_line = next(line for line in kernel.splitlines() if ANSWER in line)
-    indent = blank_line[:len(blank_line) - len(blank_line.lstrip())]
-    solution = kernel.replace(blank_line, f"{indent}relu_x = {ANSWER}  # SOLUTION\n"
-                              + blank_line.replace(ANSWER, "relu_x"))
-    checker = CHECKER_CELL.format(cases=lesson["cases"], draw=lesson["draw"], poison=lesson["poison"],
-                                  guard=GUARD)
+    indent = blank_line[: len(blank_line) - len(blank_line.lstrip())]
+    solution = kernel.replace(
+        blank_line,
+        f"{indent}relu_x = {ANSWER}  # SOLUTION\n" + blank_line.replace(ANSWER, "relu_x"),
+    )
+    checker = CHECKER_CELL.format(
+        cases=lesson["cases"], draw=lesson["draw"], poison=lesson["poison"], guard=GUARD
+    )
     if mistakes:
         checker += MISTAKE_HELPER
 
     def test(code: str, config: dict):
-        head = ('""" # BEGIN TEST CONFIG\n' + "".join(f"{k}: {v}\n" for k, v in config.items())
-                + '""" # END TEST CONFIG\n')
+        head = (
+            '""" # BEGIN TEST CONFIG\n'
+            + "".join(f"{k}: {v}\n" for k, v in config.items())
+            + '""" # END TEST CONFIG\n'
+        )
         # otter's OK-format tests expect the output the cell had in the saved master notebook
-        return new_code_cell(head + code, execution_count=1,
-                             outputs=[new_output("execute_result", {"text/plain": "True"}, execution_count=1)])
+        return new_code_cell(
+            head + code,
+            execution_count=1,
+            outputs=[new_output("execute_result", {"text/plain": "True"}, execution_count=1)],
+        )
 
     normal = [c for c in lesson["cases"] if c["group"] == "normal"]
     boundary = [c for c in lesson["cases"] if c["group"] == "boundary"]
-    tests = [test(f"check_case({c['id']!r})", {"points": round(lesson["groups"]["normal"] / len(normal), 4)})
-             for c in normal]
-    tests += [test(f"check_case({c['id']!r})", {"points": round(lesson["groups"]["boundary"] / len(boundary), 4)})
-              for c in boundary]
+    tests = [
+        test(
+            f"check_case({c['id']!r})",
+            {"points": round(lesson["groups"]["normal"] / len(normal), 4)},
+        )
+        for c in normal
+    ]
+    tests += [
+        test(
+            f"check_case({c['id']!r})",
+            {"points": round(lesson["groups"]["boundary"] / len(boundary), 4)},
+        )
+        for c in boundary
+    ]
     if mistakes:
-        tests += [test(f"fails_exactly({mistake_source(m)!r}, {m['fails']!r})", {"hidden": "true", "points": 1})
-                  for m in lesson["mistakes"]]
+        tests += [
+            test(
+                f"fails_exactly({mistake_source(m)!r}, {m['fails']!r})",
+                {"hidden": "true", "points": 1},
+            )
+            for m in lesson["mistakes"]
+        ]
 
     cells = [
         new_raw_cell("# ASSIGNMENT CONFIG\nname: lesson03_relu\n"),
-        new_markdown_cell("# Lesson 3 · ReLU in Triton\n\nThe same kernel and the same one blank as coursepack's "
-                          "lesson03_relu; the tests are the cases of its lesson.yaml that the Triton interpreter "
-                          "runs."),
-        new_code_cell("import os\nos.environ[\"TRITON_INTERPRET\"] = \"1\"   # before any kernel is defined\n"
-                      "import torch\nimport triton\nimport triton.language as tl"),
+        new_markdown_cell(
+            "# Lesson 3 · ReLU in Triton\n\nThe same kernel and the same one blank as coursepack's "
+            "lesson03_relu; the tests are the cases of its lesson.yaml that the Triton interpreter "
+            "runs."
+        ),
+        new_code_cell(
+            'import os\nos.environ["TRITON_INTERPRET"] = "1"   # before any kernel is defined\n'
+            "import torch\nimport triton\nimport triton.language as tl"
+        ),
         new_code_cell(checker),
         new_raw_cell("# BEGIN QUESTION\nname: q1\n"),
-        new_markdown_cell("**Question 1.** Complete the per-lane ReLU: `relu_x` must equal `torch.relu` on every "
-                          "element, NaN included."),
+        new_markdown_cell(
+            "**Question 1.** Complete the per-lane ReLU: `relu_x` must equal `torch.relu` on every "
+            "element, NaN included."
+        ),
         new_raw_cell("# BEGIN SOLUTION"),
         new_code_cell(solution.rstrip("\n")),
         new_raw_cell("# END SOLUTION"),
@@ -287,15 +339,20 @@ def master_notebook(mistakes: bool = False):
         new_raw_cell("# END TESTS"),
         new_raw_cell("# END QUESTION"),
     ]
-    nb = new_notebook(cells=cells, metadata={
-        "kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"},
-        "language_info": {"name": "python"}})
+    nb = new_notebook(
+        cells=cells,
+        metadata={
+            "kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"},
+            "language_info": {"name": "python"},
+        },
+    )
     nbformat.validate(nb)
     return nb
 
 
 def write_notebook(folder: Path, mistakes: bool) -> Path:
     import nbformat
+
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / NOTEBOOK_NAME
     nbformat.write(master_notebook(mistakes), str(path))
@@ -306,18 +363,23 @@ def notebook_as_script(path: Path) -> str:
     """The master notebook's code run as otter grades it: every code cell, then each test's expression
     compared with its saved output."""
     import nbformat
+
     nb = nbformat.read(str(path), as_version=4)
     parts, in_tests = [], False
     for cell in nb.cells:
         text = cell.source
         if cell.cell_type == "raw":
-            in_tests = text.startswith("# BEGIN TESTS") or (in_tests and not text.startswith("# END TESTS"))
+            in_tests = text.startswith("# BEGIN TESTS") or (
+                in_tests and not text.startswith("# END TESTS")
+            )
         elif cell.cell_type == "code" and not in_tests:
             parts.append(text.replace("  # SOLUTION", ""))
         elif cell.cell_type == "code":
             expression = text.split('""" # END TEST CONFIG\n', 1)[-1]
             want = cell.outputs[0]["data"]["text/plain"]
-            parts.append(f"assert repr({expression}) == {want!r}, {expression!r}\nprint('passed', {expression!r})")
+            parts.append(
+                f"assert repr({expression}) == {want!r}, {expression!r}\nprint('passed', {expression!r})"
+            )
     return "\n\n".join(parts)
 
 
@@ -325,11 +387,14 @@ def notebook_as_script(path: Path) -> str:
 # measuring
 # ---------------------------------------------------------------------------------------------
 
+
 def become_subreaper() -> bool:
     """Orphaned descendants (a kernel left running, say) come back to this process, which reaps them,
     so that their CPU time is counted in RUSAGE_CHILDREN."""
     try:
-        return ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0) == 0   # PR_SET_CHILD_SUBREAPER
+        return (
+            ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0) == 0
+        )  # PR_SET_CHILD_SUBREAPER
     except (OSError, AttributeError):
         return False
 
@@ -403,14 +468,28 @@ def measure(argv: list[str], cwd: Path, env: dict) -> dict:
     load1 = os.getloadavg()[0]
     busy0, mine0 = machine_busy(), cpu_self()
     cpu0, start = cpu_children(), time.monotonic()
-    done = subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True, stdin=subprocess.DEVNULL)
+    done = subprocess.run(
+        argv, cwd=cwd, env=env, capture_output=True, text=True, stdin=subprocess.DEVNULL
+    )
     wall = time.monotonic() - start
     busy1, mine1 = machine_busy(), cpu_self()
     orphans = reap_orphans()
     cpu = cpu_children() - cpu0
-    others = max(0.0, busy1 - busy0 - cpu - (mine1 - mine0)) if busy0 is not None and busy1 is not None else None
-    return {"wall": wall, "cpu": cpu, "others": others, "load1": load1, "orphans": orphans,
-            "returncode": done.returncode, "stdout": done.stdout, "stderr": done.stderr}
+    others = (
+        max(0.0, busy1 - busy0 - cpu - (mine1 - mine0))
+        if busy0 is not None and busy1 is not None
+        else None
+    )
+    return {
+        "wall": wall,
+        "cpu": cpu,
+        "others": others,
+        "load1": load1,
+        "orphans": orphans,
+        "returncode": done.returncode,
+        "stdout": done.stdout,
+        "stderr": done.stderr,
+    }
 
 
 def clean_env(**extra) -> dict:
@@ -421,17 +500,27 @@ def clean_env(**extra) -> dict:
 
 def run_otter(work: Path, mistakes: bool) -> dict:
     folder = work / ("otter-mistakes" if mistakes else "otter")
-    master = write_notebook(folder, mistakes)   # writing it is not timed: the author's notebook exists
+    master = write_notebook(
+        folder, mistakes
+    )  # writing it is not timed: the author's notebook exists
     cache = folder / "triton-cache"
     cache.mkdir()
-    env = clean_env(TRITON_CACHE_DIR=str(cache), PATH=f"{VENV / 'bin'}:{os.environ.get('PATH', '')}",
-                    VIRTUAL_ENV=str(VENV))
+    env = clean_env(
+        TRITON_CACHE_DIR=str(cache),
+        PATH=f"{VENV / 'bin'}:{os.environ.get('PATH', '')}",
+        VIRTUAL_ENV=str(VENV),
+    )
     env.pop("PYTHONPATH", None)
-    result = measure([str(VENV / "bin" / "otter"), "assign", "-v", master.name, "dist"], folder, env)
+    result = measure(
+        [str(VENV / "bin" / "otter"), "assign", "-v", master.name, "dist"], folder, env
+    )
     # -v only makes otter log what it did, so that a run that skipped its tests shows
     zips = list((folder / "dist" / "autograder").glob("*.zip"))
-    result["ok"] = result["returncode"] == 0 and bool(zips) and "All autograder tests passed" in (
-        result["stdout"] + result["stderr"])
+    result["ok"] = (
+        result["returncode"] == 0
+        and bool(zips)
+        and "All autograder tests passed" in (result["stdout"] + result["stderr"])
+    )
     return result
 
 
@@ -442,7 +531,9 @@ def run_coursepack(work: Path, smoke: bool = False) -> dict:
     folder = work / "coursepack"
     folder.mkdir(parents=True, exist_ok=True)
     args = ["--smoke"] if smoke else ["--lesson", "lesson03_relu", "--locale", "en", "--cold-only"]
-    env = clean_env(TRITON_CACHE_DIR=str(folder / "triton-cache"))   # verify_bench uses its own, fresh
+    env = clean_env(
+        TRITON_CACHE_DIR=str(folder / "triton-cache")
+    )  # verify_bench uses its own, fresh
     result = measure([sys.executable, str(REPO / "bench" / "verify_bench.py"), *args], folder, env)
     found = COLD.search(result["stdout"])
     result["inner"] = float(found.group(1)) if found else None
@@ -471,47 +562,72 @@ def versions(python: str, names: list[str]) -> dict:
 
 
 def machine() -> dict:
-    return {"nproc": len(os.sched_getaffinity(0)), "cpus": os.cpu_count(), "load": os.getloadavg(),
-            "system": f"{platform.system()} {platform.release()} {platform.machine()}",
-            "python": platform.python_version(),
-            "date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")}
+    return {
+        "nproc": len(os.sched_getaffinity(0)),
+        "cpus": os.cpu_count(),
+        "load": os.getloadavg(),
+        "system": f"{platform.system()} {platform.release()} {platform.machine()}",
+        "python": platform.python_version(),
+        "date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+    }
 
 
 def failure(name: str, result: dict) -> str:
-    return (f"{name} failed (exit status {result['returncode']}):\n"
-            + textwrap.indent((result["stdout"] + result["stderr"]).strip()[-4000:], "    "))
+    return f"{name} failed (exit status {result['returncode']}):\n" + textwrap.indent(
+        (result["stdout"] + result["stderr"]).strip()[-4000:], "    "
+    )
 
 
 # ---------------------------------------------------------------------------------------------
 # modes
 # ---------------------------------------------------------------------------------------------
 
+
 def smoke() -> int:
     work = Path(tempfile.mkdtemp(prefix="coursepack-otter-smoke-"))
     try:
         import nbformat
+
         for mistakes in (False, True):
             path = write_notebook(work / f"nb-{int(mistakes)}", mistakes)
             nb = nbformat.read(str(path), as_version=4)
             nbformat.validate(nb)
             raws = [c.source.splitlines()[0] for c in nb.cells if c.cell_type == "raw"]
             assert raws[0] == "# ASSIGNMENT CONFIG", raws
-            assert raws[1:] == ["# BEGIN QUESTION", "# BEGIN SOLUTION", "# END SOLUTION", "# BEGIN TESTS",
-                                "# END TESTS", "# END QUESTION"], raws
-            print(f"notebook ok: {path.name}{' (with mistakes)' if mistakes else ''}, {len(nb.cells)} cells, "
-                  f"valid nbformat {nb.nbformat}.{nb.nbformat_minor}")
+            assert raws[1:] == [
+                "# BEGIN QUESTION",
+                "# BEGIN SOLUTION",
+                "# END SOLUTION",
+                "# BEGIN TESTS",
+                "# END TESTS",
+                "# END QUESTION",
+            ], raws
+            print(
+                f"notebook ok: {path.name}{' (with mistakes)' if mistakes else ''}, {len(nb.cells)} cells, "
+                f"valid nbformat {nb.nbformat}.{nb.nbformat_minor}"
+            )
         script = notebook_as_script(work / "nb-0" / NOTEBOOK_NAME)
-        done = subprocess.run([sys.executable, "-c", script], cwd=work, capture_output=True, text=True,
-                              env=clean_env(TRITON_CACHE_DIR=str(work / "triton-cache")), timeout=600)
+        done = subprocess.run(
+            [sys.executable, "-c", script],
+            cwd=work,
+            capture_output=True,
+            text=True,
+            env=clean_env(TRITON_CACHE_DIR=str(work / "triton-cache")),
+            timeout=600,
+        )
         if done.returncode != 0:
             print(f"the notebook's solution fails its own tests:\n{done.stdout}{done.stderr}")
             return 1
-        print(f"notebook code ok: {done.stdout.count('passed')} tests pass on the solution (Triton interpreter)")
+        print(
+            f"notebook code ok: {done.stdout.count('passed')} tests pass on the solution (Triton interpreter)"
+        )
         result = run_coursepack(work, smoke=True)
         if not result["ok"]:
             print(failure("verify_bench.py --smoke", result))
             return 1
-        print(f"verify_bench.py --smoke ok: cold {result['inner']:.2f} s (wall {result['wall']:.2f} s)")
+        print(
+            f"verify_bench.py --smoke ok: cold {result['inner']:.2f} s (wall {result['wall']:.2f} s)"
+        )
         return 0
     finally:
         shutil.rmtree(work, ignore_errors=True)
@@ -538,14 +654,20 @@ def compare(rounds: int, mistakes: bool, keep: bool, wait_idle: float) -> int:
                     waited = wait_for_idle(wait_idle)
                     if waited > 1.5:
                         print(f"  (waited {waited:.0f} s for the machine to go idle)", flush=True)
-                result = (run_coursepack(folder) if side == "coursepack"
-                          else run_otter(folder, mistakes=side == "otter+mistakes"))
+                result = (
+                    run_coursepack(folder)
+                    if side == "coursepack"
+                    else run_otter(folder, mistakes=side == "otter+mistakes")
+                )
                 if not result["ok"]:
                     print(failure(side, result))
                     return 1
                 rows[side].append(result)
-                print(f"  round {i}: {side:15} {result['wall']:6.2f} s wall, {result['cpu']:6.2f} s CPU "
-                      f"(load {result['load1']:.2f})", flush=True)
+                print(
+                    f"  round {i}: {side:15} {result['wall']:6.2f} s wall, {result['cpu']:6.2f} s CPU "
+                    f"(load {result['load1']:.2f})",
+                    flush=True,
+                )
                 if not keep:
                     shutil.rmtree(folder, ignore_errors=True)
         end = machine()
@@ -556,61 +678,110 @@ def compare(rounds: int, mistakes: bool, keep: bool, wait_idle: float) -> int:
             shutil.rmtree(work, ignore_errors=True)
 
     ours = versions(sys.executable, ["torch", "triton", "numpy", "nbclient", "ipykernel"])
-    theirs = versions(str(python), ["otter-grader", "torch", "triton", "numpy", "nbconvert", "nbclient", "ipykernel"])
+    theirs = versions(
+        str(python),
+        ["otter-grader", "torch", "triton", "numpy", "nbconvert", "nbclient", "ipykernel"],
+    )
     print()
-    print(f"otter assign vs coursepack cold verification · lesson03_relu, en · {rounds} rounds, alternating"
-          + (f" · each command after up to {wait_idle:.0f} s waiting for an idle machine" if wait_idle else ""))
-    print(f"  machine: nproc {start['nproc']} (os.cpu_count {start['cpus']}), {start['system']}, "
-          f"Python {start['python']}")
-    print(f"  {start['date']}; load average at start {' '.join(f'{x:.2f}' for x in start['load'])}, "
-          f"at end {' '.join(f'{x:.2f}' for x in end['load'])}")
+    print(
+        f"otter assign vs coursepack cold verification · lesson03_relu, en · {rounds} rounds, alternating"
+        + (
+            f" · each command after up to {wait_idle:.0f} s waiting for an idle machine"
+            if wait_idle
+            else ""
+        )
+    )
+    print(
+        f"  machine: nproc {start['nproc']} (os.cpu_count {start['cpus']}), {start['system']}, "
+        f"Python {start['python']}"
+    )
+    print(
+        f"  {start['date']}; load average at start {' '.join(f'{x:.2f}' for x in start['load'])}, "
+        f"at end {' '.join(f'{x:.2f}' for x in end['load'])}"
+    )
     print(f"  coursepack env: {', '.join(f'{k} {v}' for k, v in ours.items())}")
     print(f"  otter env:      {', '.join(f'{k} {v}' for k, v in theirs.items())}")
-    print(f"  CPU = user + system of the command and all its descendants"
-          f"{'' if subreaper else ' (not a subreaper here: orphans uncounted)'}")
+    print(
+        f"  CPU = user + system of the command and all its descendants"
+        f"{'' if subreaper else ' (not a subreaper here: orphans uncounted)'}"
+    )
     print()
-    labels = {"otter": "otter assign", "coursepack": "coursepack verify_bench cold",
-              "otter+mistakes": "otter assign + mistakes as hidden tests"}
-    print(f"  {'round':>6}  {'':40} {'wall s':>7} {'CPU s':>7} {'inner s':>8} {'load1':>6} {'others':>7}")
+    labels = {
+        "otter": "otter assign",
+        "coursepack": "coursepack verify_bench cold",
+        "otter+mistakes": "otter assign + mistakes as hidden tests",
+    }
+    print(
+        f"  {'round':>6}  {'':40} {'wall s':>7} {'CPU s':>7} {'inner s':>8} {'load1':>6} {'others':>7}"
+    )
     for i in range(rounds):
         for side in sides:
             r = rows[side][i]
             inner = f"{r['inner']:8.2f}" if r.get("inner") is not None else " " * 8
             others = f"{r['others']:7.2f}" if r.get("others") is not None else " " * 7
             orphans = f"  ({r['orphans']} orphan(s) reaped)" if r["orphans"] else ""
-            print(f"  {i + 1:>6}  {labels[side]:40} {r['wall']:7.2f} {r['cpu']:7.2f} {inner} {r['load1']:6.2f} "
-                  f"{others}{orphans}")
+            print(
+                f"  {i + 1:>6}  {labels[side]:40} {r['wall']:7.2f} {r['cpu']:7.2f} {inner} {r['load1']:6.2f} "
+                f"{others}{orphans}"
+            )
     for side in sides:
         inner = median(rows[side], "inner")
         inner_text = f"{inner:8.2f}" if inner is not None else " " * 8
-        print(f"  {'median':>6}  {labels[side]:40} {median(rows[side], 'wall'):7.2f} "
-              f"{median(rows[side], 'cpu'):7.2f} {inner_text}")
+        print(
+            f"  {'median':>6}  {labels[side]:40} {median(rows[side], 'wall'):7.2f} "
+            f"{median(rows[side], 'cpu'):7.2f} {inner_text}"
+        )
     ours_wall, otter_wall = median(rows["coursepack"], "wall"), median(rows["otter"], "wall")
-    print(f"\n  coursepack / otter assign, median wall: {ours_wall / otter_wall:.2f} "
-          f"(inner cold figure / otter wall: {median(rows['coursepack'], 'inner') / otter_wall:.2f}); "
-          f"median CPU: {median(rows['coursepack'], 'cpu') / median(rows['otter'], 'cpu'):.2f}")
-    print("  inner s: verify_bench's own 'cold' figure (the build alone, without starting Python and "
-          "importing the generator)")
-    print(f"  load1: 1-minute load average just before the command; others: CPU seconds the rest of the "
-          f"machine used during the command (out of wall x {start['nproc']} cores)")
+    print(
+        f"\n  coursepack / otter assign, median wall: {ours_wall / otter_wall:.2f} "
+        f"(inner cold figure / otter wall: {median(rows['coursepack'], 'inner') / otter_wall:.2f}); "
+        f"median CPU: {median(rows['coursepack'], 'cpu') / median(rows['otter'], 'cpu'):.2f}"
+    )
+    print(
+        "  inner s: verify_bench's own 'cold' figure (the build alone, without starting Python and "
+        "importing the generator)"
+    )
+    print(
+        f"  load1: 1-minute load average just before the command; others: CPU seconds the rest of the "
+        f"machine used during the command (out of wall x {start['nproc']} cores)"
+    )
     return 0
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rounds", type=int, default=3, help="rounds of each side, alternating (default 3)")
-    parser.add_argument("--otter-mistakes", action="store_true",
-                        help="also otter assign with the declared mistakes as hidden tests")
-    parser.add_argument("--keep", action="store_true", help="keep the work folders (printed at the end)")
-    parser.add_argument("--wait-idle", type=float, default=0, metavar="S",
-                        help="before each command wait up to S seconds for a second in which the machine is "
-                             "less than a quarter of a core busy (a shared machine; default: no wait)")
-    parser.add_argument("--smoke", action="store_true",
-                        help="no otter install: notebooks valid, their tests pass, verify_bench --smoke runs")
+    parser.add_argument(
+        "--rounds", type=int, default=3, help="rounds of each side, alternating (default 3)"
+    )
+    parser.add_argument(
+        "--otter-mistakes",
+        action="store_true",
+        help="also otter assign with the declared mistakes as hidden tests",
+    )
+    parser.add_argument(
+        "--keep", action="store_true", help="keep the work folders (printed at the end)"
+    )
+    parser.add_argument(
+        "--wait-idle",
+        type=float,
+        default=0,
+        metavar="S",
+        help="before each command wait up to S seconds for a second in which the machine is "
+        "less than a quarter of a core busy (a shared machine; default: no wait)",
+    )
+    parser.add_argument(
+        "--smoke",
+        action="store_true",
+        help="no otter install: notebooks valid, their tests pass, verify_bench --smoke runs",
+    )
     args = parser.parse_args(argv)
     if args.rounds < 1:
         parser.error("--rounds must be at least 1")
-    return smoke() if args.smoke else compare(args.rounds, args.otter_mistakes, args.keep, args.wait_idle)
+    return (
+        smoke()
+        if args.smoke
+        else compare(args.rounds, args.otter_mistakes, args.keep, args.wait_idle)
+    )
 
 
 if __name__ == "__main__":

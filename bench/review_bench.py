@@ -27,11 +27,11 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from generator.review.app import COOKIE, HEADER, Settings, create_app   # noqa: E402
-from generator.review.exports import export, grades_csv                 # noqa: E402
-from generator.review.store import Gradebook                            # noqa: E402
-from generator.review.sync import sync                                  # noqa: E402
-from tests.review_fixture import make_folder, student                   # noqa: E402
+from generator.review.app import COOKIE, HEADER, Settings, create_app  # noqa: E402
+from generator.review.exports import export, grades_csv  # noqa: E402
+from generator.review.store import Gradebook  # noqa: E402
+from generator.review.sync import sync  # noqa: E402
+from tests.review_fixture import make_folder, student  # noqa: E402
 
 TOKEN = "bench-token"
 
@@ -48,8 +48,11 @@ def timed(call, repeat: int) -> tuple[float, float]:
 
 def request(base: str, path: str, body: dict | None = None) -> bytes:
     data = None if body is None else json.dumps(body).encode()
-    req = urllib.request.Request(base + path, data=data, headers={"Cookie": f"{COOKIE}={TOKEN}", HEADER: TOKEN,
-                                                                  "Content-Type": "application/json"})
+    req = urllib.request.Request(
+        base + path,
+        data=data,
+        headers={"Cookie": f"{COOKIE}={TOKEN}", HEADER: TOKEN, "Content-Type": "application/json"},
+    )
     with urllib.request.urlopen(req, timeout=30) as answer:
         return answer.read()
 
@@ -63,34 +66,52 @@ def main(argv: list[str] | None = None) -> int:
     n, repeat = (20, 3) if args.smoke else (args.students, args.repeat)
     import logging
     from werkzeug.serving import make_server
-    logging.getLogger("werkzeug").setLevel(logging.ERROR)   # no line per request
+
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)  # no line per request
     with tempfile.TemporaryDirectory() as tmp:
         began = time.perf_counter()
         folder = make_folder(Path(tmp), students=[student(i) for i in range(1, n + 1)])
         sync(folder)
-        print(f"review bench: {n} students; gradebook filled in {time.perf_counter() - began:.2f} s")
-        server = make_server("127.0.0.1", 0, create_app(Settings(folder, TOKEN, "bench")), threaded=True)
+        print(
+            f"review bench: {n} students; gradebook filled in {time.perf_counter() - began:.2f} s"
+        )
+        server = make_server(
+            "127.0.0.1", 0, create_app(Settings(folder, TOKEN, "bench")), threaded=True
+        )
         threading.Thread(target=server.serve_forever, daemon=True).start()
         base = f"http://127.0.0.1:{server.server_port}"
         try:
-            rows = [("open the review page (overview)", lambda i: request(base, "/")),
-                    ("open a question (first answer)", lambda i: request(base, "/part/q1/0")),
-                    ("next answer", lambda i: request(base, f"/part/q1/{(i + 1) % n}")),
-                    ("a student's page", lambda i: request(base, f"/student/{i % n}")),
-                    ("save a score", lambda i: request(base, "/api/score", {
-                        "at": i % n, "part": "q2", "points": 1, "comment": "ok", "version": 0}))]
+            rows = [
+                ("open the review page (overview)", lambda i: request(base, "/")),
+                ("open a question (first answer)", lambda i: request(base, "/part/q1/0")),
+                ("next answer", lambda i: request(base, f"/part/q1/{(i + 1) % n}")),
+                ("a student's page", lambda i: request(base, f"/student/{i % n}")),
+                (
+                    "save a score",
+                    lambda i: request(
+                        base,
+                        "/api/score",
+                        {"at": i % n, "part": "q2", "points": 1, "comment": "ok", "version": 0},
+                    ),
+                ),
+            ]
             for name, call in rows:
                 median, slowest = timed(call, min(repeat, n) if name == "save a score" else repeat)
                 print(f"  {name:34s} median {median:7.1f} ms   slowest {slowest:7.1f} ms")
         finally:
             server.shutdown()
         book = Gradebook(folder)
-        for i in range(n):   # every part graded: the exports write totals
+        for i in range(n):  # every part graded: the exports write totals
             for part in ("explanation", "q1", "q3"):
                 book.set_score(f"s{i + 1:03d}", part, 1, "", 0, "bench")
         sheet = Path(tmp) / "worksheet.csv"
-        sheet.write_text("Identifier,Full name,Email address,Grade,Last modified (grade)\n" + "".join(
-            f"Participant {i},Student Name{i},s{i:03d}@uni.edu,,-\n" for i in range(1, n + 1)), encoding="utf-8")
+        sheet.write_text(
+            "Identifier,Full name,Email address,Grade,Last modified (grade)\n"
+            + "".join(
+                f"Participant {i},Student Name{i},s{i:03d}@uni.edu,,-\n" for i in range(1, n + 1)
+            ),
+            encoding="utf-8",
+        )
         print(f"  exports of {n} rows:")
         began = time.perf_counter()
         grades_csv(book)

@@ -19,7 +19,7 @@ FILLS = {
     "tl.maximum(.., PropagateNan.ALL)": "tl.maximum(xv, 0.0, propagate_nan=tl.PropagateNan.ALL)",
     "tl.where(xv > 0.0, xv, 0.0)": "tl.where(xv > 0.0, xv, 0.0)",
 }
-KERNEL = '''
+KERNEL = """
 import triton
 import triton.language as tl
 
@@ -29,7 +29,7 @@ def k(x, out, n, BLOCK: tl.constexpr):
     mask = offsets < n
     xv = tl.load(x + offsets, mask=mask)
     {body}
-'''
+"""
 
 
 def load(body: str, name: str):
@@ -59,18 +59,23 @@ def main():
         rows[label] = out.tolist()
         if device == "cuda":
             ptx = kernel.warmup(x, out, x.numel(), BLOCK=8, grid=(1,)).asm["ptx"]
-            ops = sorted({line.split()[0] for line in ptx.splitlines()
-                          if line.strip().startswith(("max.", "min.", "selp.", "setp.", "bra"))})
+            ops = sorted(
+                {
+                    line.split()[0]
+                    for line in ptx.splitlines()
+                    if line.strip().startswith(("max.", "min.", "selp.", "setp.", "bra"))
+                }
+            )
             print(f"PTX ops for {label}: {ops}")
     print("| input | " + " | ".join(rows) + " |")
     print("|---" * (len(rows) + 1) + "|")
     for i, value in enumerate(x.tolist()):
         print(f"| {value} | " + " | ".join(str(rows[k][i]) for k in rows) + " |")
-    body = textwrap.dedent('''
+    body = textwrap.dedent("""
     if xv > 0:
         tl.store(out + offsets, xv, mask=mask)
     else:
-        tl.store(out + offsets, 0.0, mask=mask)''').replace("\n", "\n    ")
+        tl.store(out + offsets, 0.0, mask=mask)""").replace("\n", "\n    ")
     kernel = load(body, "kif")
     out = torch.full_like(x, -7.0)
     try:

@@ -29,11 +29,22 @@ from ruamel.yaml import YAML  # noqa: E402
 from generator.grade.similarity import Settings, compare_class  # noqa: E402
 
 PARTS = ("q1", "q2", "q3")
-STOCK = ["tl.maximum turns NaN into zero", "the mask keeps the last block in bounds", "NaN stays NaN in torch.relu",
-         "one program handles one block", "the kernel reads and writes once", "a branch would need one scalar",
-         "propagate_nan keeps the NaN", "fusion saves a round trip to memory", "the grid is cdiv of n",
-         "每个程序处理一个块", "掩码保护最后一个块", "融合省去一次显存往返", "默认的最大值会丢掉非数"]
-EXERCISE = '''import triton
+STOCK = [
+    "tl.maximum turns NaN into zero",
+    "the mask keeps the last block in bounds",
+    "NaN stays NaN in torch.relu",
+    "one program handles one block",
+    "the kernel reads and writes once",
+    "a branch would need one scalar",
+    "propagate_nan keeps the NaN",
+    "fusion saves a round trip to memory",
+    "the grid is cdiv of n",
+    "每个程序处理一个块",
+    "掩码保护最后一个块",
+    "融合省去一次显存往返",
+    "默认的最大值会丢掉非数",
+]
+EXERCISE = """import triton
 import triton.language as tl
 
 
@@ -45,13 +56,20 @@ def relu_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
     xv = tl.load(x_ptr + offsets, mask=mask)
     out = ______
     tl.store(out_ptr + offsets, out, mask=mask)
-'''
-FILLS = ["tl.maximum(xv, 0.0)", "tl.where(xv > 0, xv, 0.0)", "tl.maximum(xv, 0.0, propagate_nan=tl.PropagateNan.ALL)",
-         "tl.where(xv > 0.0, xv, 0.0)", "xv * (xv > 0)"]
+"""
+FILLS = [
+    "tl.maximum(xv, 0.0)",
+    "tl.where(xv > 0, xv, 0.0)",
+    "tl.maximum(xv, 0.0, propagate_nan=tl.PropagateNan.ALL)",
+    "tl.where(xv > 0.0, xv, 0.0)",
+    "xv * (xv > 0)",
+]
 
 
 def lesson_text(locale: str) -> dict:
-    return YAML(typ="safe").load((REPO / "content/lessons/lesson03_relu" / f"text.{locale}.yaml").read_text("utf-8"))
+    return YAML(typ="safe").load(
+        (REPO / "content/lessons/lesson03_relu" / f"text.{locale}.yaml").read_text("utf-8")
+    )
 
 
 def _vocabulary(text: dict, chinese: bool) -> list[str]:
@@ -78,8 +96,13 @@ def _sentences(text: str) -> list[str]:
 
 def _reword(rng: random.Random, text: str, words: list[str], share: float = 0.125) -> str:
     if re.search(r"[\u4e00-\u9fff]", text):
-        return "".join(rng.choice(words) if ("\u4e00" <= c <= "\u9fff" and rng.random() < share) else c for c in text)
-    return re.sub(r"[A-Za-z]+", lambda m: rng.choice(words) if rng.random() < share else m.group(0), text)
+        return "".join(
+            rng.choice(words) if ("\u4e00" <= c <= "\u9fff" and rng.random() < share) else c
+            for c in text
+        )
+    return re.sub(
+        r"[A-Za-z]+", lambda m: rng.choice(words) if rng.random() < share else m.group(0), text
+    )
 
 
 def _expr(rng: random.Random, names: list[str], depth: int, top: bool = True) -> str:
@@ -97,13 +120,20 @@ def _expr(rng: random.Random, names: list[str], depth: int, top: bool = True) ->
 def _helper(rng: random.Random, names: list[str]) -> str:
     """A helper of a student's own: a random number of statements over random expression trees."""
     name, *args = names
-    body = [f"    {rng.choice(args)} = {_expr(rng, args, rng.randint(2, 3))}" for _ in range(rng.randint(3, 6))]
-    return f"def {name}({', '.join(args)}):\n" + "\n".join(body) + f"\n    return {_expr(rng, args, 2)}\n"
+    body = [
+        f"    {rng.choice(args)} = {_expr(rng, args, rng.randint(2, 3))}"
+        for _ in range(rng.randint(3, 6))
+    ]
+    return (
+        f"def {name}({', '.join(args)}):\n"
+        + "\n".join(body)
+        + f"\n    return {_expr(rng, args, 2)}\n"
+    )
 
 
 def _code(rng: random.Random, i: int) -> str:
     code = EXERCISE.replace("______", rng.choice(FILLS))
-    if i % 3 == 0:   # a third of the class wrote a helper of their own
+    if i % 3 == 0:  # a third of the class wrote a helper of their own
         code += "\n\n" + _helper(rng, [f"f{i}", f"p{i}", f"q{i}"])
     return code
 
@@ -120,8 +150,13 @@ def planted_class(students: int = 600, seed: int = 1):
     rng = random.Random(seed)
     texts = {"en": lesson_text("en"), "zh-CN": lesson_text("zh-CN")}
     words = {"en": _vocabulary(texts["en"], False), "zh-CN": _vocabulary(texts["zh-CN"], True)}
-    sources = {q: {"reference": {loc: t["questions"][q]["answer"] for loc, t in texts.items()},
-                   "question": {loc: t["questions"][q]["prompt"] for loc, t in texts.items()}} for q in PARTS}
+    sources = {
+        q: {
+            "reference": {loc: t["questions"][q]["answer"] for loc, t in texts.items()},
+            "question": {loc: t["questions"][q]["prompt"] for loc, t in texts.items()},
+        }
+        for q in PARTS
+    }
     ids = [f"s{i:04d}" for i in range(students)]
     lang = {s: ("zh-CN" if i % 2 else "en") for i, s in enumerate(ids)}
     docs = {s: {q: _answer(rng, words[lang[s]], lang[s] == "zh-CN") for q in PARTS} for s in ids}
@@ -142,21 +177,23 @@ def planted_class(students: int = 600, seed: int = 1):
     for _ in range(per_kind):
         a, b = student_pair("any")
         q = rng.choice(PARTS)
-        docs[a][q] = docs[b][q]                                           # verbatim
+        docs[a][q] = docs[b][q]  # verbatim
         planted.add((q, *sorted((a, b))))
         a, b = student_pair("any")
         q = rng.choice(PARTS)
         parts = _sentences(docs[b][q])
         rng.shuffle(parts)
-        docs[a][q] = " ".join(parts)                                      # sentences reordered
+        docs[a][q] = " ".join(parts)  # sentences reordered
         planted.add((q, *sorted((a, b))))
         a, b = student_pair("any")
         q = rng.choice(PARTS)
-        docs[a][q] = _reword(rng, docs[b][q], words[lang[b]])             # one word in eight replaced
+        docs[a][q] = _reword(rng, docs[b][q], words[lang[b]])  # one word in eight replaced
         planted.add((q, *sorted((a, b))))
         a = next(copiers)
         q = rng.choice(PARTS)
-        docs[a][q] = _reword(rng, sources[q]["reference"]["en"], words["en"])   # the translated reference
+        docs[a][q] = _reword(
+            rng, sources[q]["reference"]["en"], words["en"]
+        )  # the translated reference
         planted.add((q, a, "reference:en"))
         a = next(copiers)
         q = rng.choice(PARTS)
@@ -164,11 +201,13 @@ def planted_class(students: int = 600, seed: int = 1):
         planted.add((q, a, "reference:zh-CN"))
         a = next(copiers)
         q = "q1"
-        docs[a][q] = sources[q]["question"][lang[a]] + " " + docs[a][q][:40]   # the question copied back
+        docs[a][q] = (
+            sources[q]["question"][lang[a]] + " " + docs[a][q][:40]
+        )  # the question copied back
         planted.add((q, a, f"question:{lang[a]}"))
         a = next(copiers)
         b = rng.choice([s for i, s in enumerate(ids) if i % 3 == 0 and s != a])
-        docs[a]["code"] = _renamed(docs[b]["code"], rng)                  # code beyond the blank, renamed
+        docs[a]["code"] = _renamed(docs[b]["code"], rng)  # code beyond the blank, renamed
         planted.add(("code", *sorted((a, b))))
     return docs, sources, [EXERCISE], planted
 
@@ -184,7 +223,7 @@ def shared_source(planted: set) -> set:
     closed = set()
     for (part, source), copiers in groups.items():
         if source.startswith("question:"):
-            continue   # the question is discounted between students
+            continue  # the question is discounted between students
         for a in copiers:
             for b in copiers:
                 if a < b:
@@ -197,11 +236,21 @@ def measure(students: int, seed: int, settings: Settings = Settings()) -> dict:
     start = time.perf_counter()
     matches = compare_class(docs, sources, exercises, settings)
     seconds = time.perf_counter() - start
-    found = {(m.part, *sorted((m.student, m.other))) if m.kind == "student" else (m.part, m.student, m.other)
-             for m in matches}
-    return {"students": students, "answers": students * len(PARTS), "planted": len(planted),
-            "found": len(planted & found), "missed": sorted(planted - found),
-            "false_positives": sorted(found - planted - shared_source(planted)), "seconds": seconds}
+    found = {
+        (m.part, *sorted((m.student, m.other)))
+        if m.kind == "student"
+        else (m.part, m.student, m.other)
+        for m in matches
+    }
+    return {
+        "students": students,
+        "answers": students * len(PARTS),
+        "planted": len(planted),
+        "found": len(planted & found),
+        "missed": sorted(planted - found),
+        "false_positives": sorted(found - planted - shared_source(planted)),
+        "seconds": seconds,
+    }
 
 
 def main(argv=None) -> int:
@@ -212,9 +261,11 @@ def main(argv=None) -> int:
     if args.students < 10:
         parser.error("--students must be at least 10")
     r = measure(args.students, args.seed)
-    print(f"students {r['students']}  answers {r['answers']}  planted {r['planted']}  "
-          f"found {r['found']}  recall {r['found'] / r['planted']:.3f}  "
-          f"false positives {len(r['false_positives'])}  seconds {r['seconds']:.2f}")
+    print(
+        f"students {r['students']}  answers {r['answers']}  planted {r['planted']}  "
+        f"found {r['found']}  recall {r['found'] / r['planted']:.3f}  "
+        f"false positives {len(r['false_positives'])}  seconds {r['seconds']:.2f}"
+    )
     for item in r["missed"]:
         print("missed", *item)
     for item in r["false_positives"]:

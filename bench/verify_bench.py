@@ -48,14 +48,22 @@ def edit_english(content: Path, lesson: str) -> None:
 
 
 def step_table(report: dict) -> list[str]:
-    lines = [f"  {'lesson/locale':26} {'step':30} {'s':>7} {'children':>8} {'start':>6} {'import':>6} "
-             f"{'case 1':>6} {'others':>6}  cached"]
+    lines = [
+        f"  {'lesson/locale':26} {'step':30} {'s':>7} {'children':>8} {'start':>6} {'import':>6} "
+        f"{'case 1':>6} {'others':>6}  cached"
+    ]
     for label, record in sorted(report["verification"].items()):
         cached = "yes" if report["cached"].get(label, False) else "no"
         for step in record["steps"]:
             t = record.get("timing", {}).get(step["name"])
-            split = (f"{t['children']:8d} {t['startup_s']:6.2f} {t['import_s']:6.2f} {t['first_case_s']:6.2f} "
-                     f"{t['other_cases_s']:6.2f}") if t else " " * 38
+            split = (
+                (
+                    f"{t['children']:8d} {t['startup_s']:6.2f} {t['import_s']:6.2f} {t['first_case_s']:6.2f} "
+                    f"{t['other_cases_s']:6.2f}"
+                )
+                if t
+                else " " * 38
+            )
             lines.append(f"  {label:26} {step['name']:30} {step['seconds']:7.2f} {split}  {cached}")
     return lines
 
@@ -68,7 +76,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--jobs", type=int, default=min(8, os.cpu_count() or 2))
     parser.add_argument("--no-notebook", action="store_true")
     parser.add_argument("--cold-only", action="store_true", help="only the cold build")
-    parser.add_argument("--smoke", action="store_true", help="the course of `coursepack init`, no notebook, cold only")
+    parser.add_argument(
+        "--smoke",
+        action="store_true",
+        help="the course of `coursepack init`, no notebook, cold only",
+    )
     args = parser.parse_args(argv)
     if args.smoke:
         args.no_notebook, args.cold_only = True, True
@@ -78,8 +90,15 @@ def main(argv: list[str] | None = None) -> int:
             init_course(root)
         else:
             shutil.copytree(REPO / "content", root / "content")
-        options = BuildOptions(content=root / "content", out=root / "build", runner=args.runner, jobs=args.jobs,
-                               notebook=not args.no_notebook, lessons=tuple(args.lesson), locales=tuple(args.locale))
+        options = BuildOptions(
+            content=root / "content",
+            out=root / "build",
+            runner=args.runner,
+            jobs=args.jobs,
+            notebook=not args.no_notebook,
+            lessons=tuple(args.lesson),
+            locales=tuple(args.locale),
+        )
         figures = []
         cold, report = timed_build(options)
         figures.append(("cold", cold, report))
@@ -93,11 +112,21 @@ def main(argv: list[str] | None = None) -> int:
             edit_english(options.content, lesson)
             edited, report = timed_build(options)
             again = sorted(k for k, cached in report["cached"].items() if not cached)
-            figures.append((f"edit {lesson} English text (re-verified: {', '.join(again) or 'none'})", edited, report))
-        print(f"coursepack verification benchmark · runner {args.runner} · "
-              f"{figures[0][2]['verification'] and next(iter(figures[0][2]['verification'].values()))['device']}")
-        print(f"  lessons {', '.join(args.lesson) or 'all'} · locales {', '.join(args.locale) or 'all'} · "
-              f"notebook {'no' if args.no_notebook else 'yes'} · jobs {args.jobs} · cpus {os.cpu_count()}")
+            figures.append(
+                (
+                    f"edit {lesson} English text (re-verified: {', '.join(again) or 'none'})",
+                    edited,
+                    report,
+                )
+            )
+        print(
+            f"coursepack verification benchmark · runner {args.runner} · "
+            f"{figures[0][2]['verification'] and next(iter(figures[0][2]['verification'].values()))['device']}"
+        )
+        print(
+            f"  lessons {', '.join(args.lesson) or 'all'} · locales {', '.join(args.locale) or 'all'} · "
+            f"notebook {'no' if args.no_notebook else 'yes'} · jobs {args.jobs} · cpus {os.cpu_count()}"
+        )
         for name, seconds, _ in figures:
             print(f"  {name:70} {seconds:7.2f} s")
         print("\nper step, cold build:")

@@ -52,12 +52,14 @@ LOCK = REPO / "requirements" / "lock.txt"
 TORCH_INDEX = "https://download.pytorch.org/whl/cpu"
 # Where the lock's pins have no wheels for the image's Python: the newest releases that have.
 OLDER = {"3.10": {"triton": "3.8.0", "numpy": "2.2.6"}}
-PYTHONS = ("3.10", "3.11", "3.12", "3.13", "3.14")   # an image's python3 that setup.sh installs for
+PYTHONS = ("3.10", "3.11", "3.12", "3.13", "3.14")  # an image's python3 that setup.sh installs for
 VISIBILITIES = ("hidden", "after_due_date", "after_published", "visible")
 
 
 def lock_pins() -> dict[str, str]:
-    found = dict(re.findall(r"^(torch|triton|numpy)==(\S+)$", LOCK.read_text(encoding="utf-8"), re.M))
+    found = dict(
+        re.findall(r"^(torch|triton|numpy)==(\S+)$", LOCK.read_text(encoding="utf-8"), re.M)
+    )
     return {name: found[name] for name in ("torch", "triton", "numpy")}
 
 
@@ -67,8 +69,10 @@ def pins(python: str) -> dict[str, str]:
 
 
 def setup_sh() -> str:
-    cases = "\n".join(f"  {py}) TORCH={p['torch']} TRITON={p['triton']} NUMPY={p['numpy']} ;;"
-                      for py, p in ((py, pins(py)) for py in PYTHONS))
+    cases = "\n".join(
+        f"  {py}) TORCH={p['torch']} TRITON={p['triton']} NUMPY={p['numpy']} ;;"
+        for py, p in ((py, pins(py)) for py in PYTHONS)
+    )
     return f"""#!/usr/bin/env bash
 # Gradescope runs this once, when it builds the autograder's image (Ubuntu, as root).
 set -euo pipefail
@@ -80,7 +84,7 @@ PY=$(python3 -c 'import sys; print("%d.%d" % sys.version_info[:2])')
 # torch, triton and numpy with wheels for this Python (scripts/gradescope_autograder.py: pins)
 case "$PY" in
 {cases}
-  *) echo "setup.sh: this image's python3 is $PY; the autograder needs one of {', '.join(PYTHONS)}:" \\
+  *) echo "setup.sh: this image's python3 is $PY; the autograder needs one of {", ".join(PYTHONS)}:" \\
           "choose Gradescope's Ubuntu 22.04 base image or a newer one" >&2; exit 1 ;;
 esac
 python3 -m venv "$AUTOGRADER/venv"
@@ -118,6 +122,7 @@ def roster_csv(path: Path, locales: list[str]) -> bytes:
     """The roster as the container needs it: ids, aliases, languages (no names, no emails: students'
     code runs in that container)."""
     from generator.grade.roster import read_roster
+
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(["id", "locale", "aliases"])
@@ -126,31 +131,53 @@ def roster_csv(path: Path, locales: list[str]) -> bytes:
     return out.getvalue().encode()
 
 
-def autograder_zip(content: Path, lesson_id: str, sandbox: str, timeout: float | None, locale: str | None,
-                   visibility: str = "visible", roster: Path | None = None) -> bytes:
+def autograder_zip(
+    content: Path,
+    lesson_id: str,
+    sandbox: str,
+    timeout: float | None,
+    locale: str | None,
+    visibility: str = "visible",
+    roster: Path | None = None,
+) -> bytes:
     from generator.grade.lesson import GradeError, kit_json, load_lesson
+
     lesson = load_lesson(content, lesson_id)
     locales = list(lesson.languages)
     if locale is not None and locale not in locales:
-        raise GradeError(f"--locale {locale}: not one of the course's languages ({', '.join(locales)})")
+        raise GradeError(
+            f"--locale {locale}: not one of the course's languages ({', '.join(locales)})"
+        )
     if len(locales) > 1 and locale is None and roster is None:
-        raise GradeError(f"the course has several languages ({', '.join(locales)}): say which one results are in, "
-                         "--locale L (every result) or --roster ROSTER (each student's); otherwise a submission "
-                         f"whose language does not show would be reported in {lesson.source_locale}, the source "
-                         "language")
-    options = (f"--timeout {timeout:g} " if timeout else "") + (f"--locale {locale} " if locale else "")
+        raise GradeError(
+            f"the course has several languages ({', '.join(locales)}): say which one results are in, "
+            "--locale L (every result) or --roster ROSTER (each student's); otherwise a submission "
+            f"whose language does not show would be reported in {lesson.source_locale}, the source "
+            "language"
+        )
+    options = (f"--timeout {timeout:g} " if timeout else "") + (
+        f"--locale {locale} " if locale else ""
+    )
     options += '--roster "$AUTOGRADER/source/roster.csv" ' if roster else ""
     out = io.BytesIO()
     with zipfile.ZipFile(out, "w") as archive:
         _add(archive, "setup.sh", setup_sh().encode(), executable=True)
-        _add(archive, "run_autograder", RUN.format(sandbox=sandbox, options=options, visibility=visibility).encode(),
-             executable=True)
+        _add(
+            archive,
+            "run_autograder",
+            RUN.format(sandbox=sandbox, options=options, visibility=visibility).encode(),
+            executable=True,
+        )
         _add(archive, "kit.json", kit_json(lesson).encode())
         if roster:
             _add(archive, "roster.csv", roster_csv(roster, locales))
         files = [REPO / "pyproject.toml", REPO / "README.md"]
         for folder in ("generator", "templates"):
-            files += sorted(p for p in (REPO / folder).rglob("*") if p.is_file() and "__pycache__" not in p.parts)
+            files += sorted(
+                p
+                for p in (REPO / folder).rglob("*")
+                if p.is_file() and "__pycache__" not in p.parts
+            )
         for path in files:
             _add(archive, f"coursepack/{path.relative_to(REPO).as_posix()}", path.read_bytes())
     return out.getvalue()
@@ -161,27 +188,52 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--lesson", required=True)
     parser.add_argument("--content", type=Path, default=REPO / "content")
     parser.add_argument("--out", type=Path)
-    parser.add_argument("--sandbox", choices=["auto", "on", "off"], default="auto",
-                        help="auto (default): the sandbox where the container allows it, else the container alone, "
-                             "said in every result; on: never grade without it; off: never use it")
-    parser.add_argument("--visibility", choices=VISIBILITIES, default="visible",
-                        help="when students see the case tests (the rubric groups' are always visible)")
+    parser.add_argument(
+        "--sandbox",
+        choices=["auto", "on", "off"],
+        default="auto",
+        help="auto (default): the sandbox where the container allows it, else the container alone, "
+        "said in every result; on: never grade without it; off: never use it",
+    )
+    parser.add_argument(
+        "--visibility",
+        choices=VISIBILITIES,
+        default="visible",
+        help="when students see the case tests (the rubric groups' are always visible)",
+    )
     parser.add_argument("--timeout", type=float, help="seconds per case (default: the lesson's)")
     parser.add_argument("--locale", help="every result in this language")
-    parser.add_argument("--roster", type=Path, help="roster.csv: each student's language (id,name,email,locale,aliases)")
+    parser.add_argument(
+        "--roster",
+        type=Path,
+        help="roster.csv: each student's language (id,name,email,locale,aliases)",
+    )
     args = parser.parse_args(argv)
     from generator.errors import CoursepackError
+
     try:
-        data = autograder_zip(args.content, args.lesson, args.sandbox, args.timeout, args.locale, args.visibility,
-                              args.roster)
+        data = autograder_zip(
+            args.content,
+            args.lesson,
+            args.sandbox,
+            args.timeout,
+            args.locale,
+            args.visibility,
+            args.roster,
+        )
     except CoursepackError as exc:
         print(f"gradescope_autograder: error: {exc}", file=sys.stderr)
         return 1
-    out = args.out or args.content.resolve().parent / "build" / "gradescope" / f"{args.lesson}-autograder.zip"
+    out = (
+        args.out
+        or args.content.resolve().parent / "build" / "gradescope" / f"{args.lesson}-autograder.zip"
+    )
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_bytes(data)
-    print(f"wrote {out}: upload it as the assignment's autograder (sandbox {args.sandbox}, case tests "
-          f"{args.visibility})")
+    print(
+        f"wrote {out}: upload it as the assignment's autograder (sandbox {args.sandbox}, case tests "
+        f"{args.visibility})"
+    )
     return 0
 
 

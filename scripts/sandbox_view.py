@@ -43,7 +43,11 @@ print(json.dumps(seen, indent=1))
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--gpu", action="store_true", help="as a GPU worker: the driver's libraries, /sys, /dev/nvidia*")
+    parser.add_argument(
+        "--gpu",
+        action="store_true",
+        help="as a GPU worker: the driver's libraries, /sys, /dev/nvidia*",
+    )
     parser.add_argument("folders", nargs="*")
     args = parser.parse_args()
     why = sandbox.sandbox_problem()
@@ -55,10 +59,12 @@ def main() -> int:
         print("plan:", " ".join(step))
     staging = sandbox.sandbox_staging()
     try:
-        argv = sandbox.sandbox_command(sys.executable, sandbox.__file__, folders, args.gpu, None, staging)
+        argv = sandbox.sandbox_command(
+            sys.executable, sandbox.__file__, folders, args.gpu, None, staging
+        )
         start = argv.index("--zygote") - 1
         code = INSIDE.replace("GPU", repr(args.gpu)).replace("FOLDERS", repr(folders))
-        argv[start:start + 2] = ["-c", code]
+        argv[start : start + 2] = ["-c", code]
         done = subprocess.run(argv, capture_output=True, text=True, timeout=120)
     finally:
         if staging:
@@ -68,11 +74,23 @@ def main() -> int:
         print(done.stderr[-3000:], file=sys.stderr)
         return 1
     seen = json.loads(done.stdout)
-    mounted = [step[2] for step in sandbox.sandbox_plan(sys.executable, sandbox.__file__, folders, args.gpu)
-               if step[0] == "bind"]
-    shown = {f: [n for n in seen[f] if not any(m.startswith(os.path.join(f, n) + os.sep) or m == os.path.join(f, n)
-                                             for m in mounted)]
-             for f in folders if isinstance(seen.get(f), list)}
+    mounted = [
+        step[2]
+        for step in sandbox.sandbox_plan(sys.executable, sandbox.__file__, folders, args.gpu)
+        if step[0] == "bind"
+    ]
+    shown = {
+        f: [
+            n
+            for n in seen[f]
+            if not any(
+                m.startswith(os.path.join(f, n) + os.sep) or m == os.path.join(f, n)
+                for m in mounted
+            )
+        ]
+        for f in folders
+        if isinstance(seen.get(f), list)
+    }
     for folder, names in shown.items():
         if names:
             print(f"{folder} shows more than the way to a mounted folder: {names}", file=sys.stderr)

@@ -25,10 +25,18 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 
-def run(args: list[str], cwd: Path, env: dict | None = None) -> tuple[float, subprocess.CompletedProcess]:
+def run(
+    args: list[str], cwd: Path, env: dict | None = None
+) -> tuple[float, subprocess.CompletedProcess]:
     start = time.monotonic()
-    done = subprocess.run([sys.executable, *args], cwd=cwd, capture_output=True, text=True,
-                          env=dict(os.environ, **(env or {})), timeout=900)
+    done = subprocess.run(
+        [sys.executable, *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        env=dict(os.environ, **(env or {})),
+        timeout=900,
+    )
     return time.monotonic() - start, done
 
 
@@ -61,8 +69,11 @@ def main(argv: list[str]) -> int:
         cache = work / f"triton-cache-{name}"
         for label in ("Triton cache empty", "Triton cache warm"):
             seconds, done = run(["check.py"], pack, {"TRITON_CACHE_DIR": str(cache)})
-            show(f"{name}: python check.py ({label}; import torch alone {statistics.median(torch_times):.2f} s)",
-                 seconds, done)
+            show(
+                f"{name}: python check.py ({label}; import torch alone {statistics.median(torch_times):.2f} s)",
+                seconds,
+                done,
+            )
     for name, pack in packs.items():
         if not name.endswith("-exercise"):
             continue
@@ -72,16 +83,27 @@ def main(argv: list[str]) -> int:
         if fill:
             wrong = work / f"{name}-wrong" / kernel.name
             wrong.parent.mkdir()
-            wrong.write_text(kernel.read_text(encoding="utf-8").replace("______", fill, 1), encoding="utf-8")
+            wrong.write_text(
+                kernel.read_text(encoding="utf-8").replace("______", fill, 1), encoding="utf-8"
+            )
             show(f"{name}: a typical wrong fill `{fill}`", *run(["check.py", str(wrong)], pack))
         answer = packs.get(name.replace("-exercise", "-answer"))
         source = (answer / kernel.name).read_text(encoding="utf-8") if answer else ""
         if name.endswith("-en-exercise") and "tl.load(x + offsets, mask=mask)" in source:
             fault = work / f"{name}-fault" / kernel.name
             fault.parent.mkdir()
-            fault.write_text(source.replace("tl.load(x + offsets, mask=mask)",
-                                            "tl.load(x + offsets * 1000003 * 1000, mask=mask)", 1), encoding="utf-8")
-            show(f"{name}: a kernel that reads far outside its tensor", *run(["check.py", str(fault)], pack))
+            fault.write_text(
+                source.replace(
+                    "tl.load(x + offsets, mask=mask)",
+                    "tl.load(x + offsets * 1000003 * 1000, mask=mask)",
+                    1,
+                ),
+                encoding="utf-8",
+            )
+            show(
+                f"{name}: a kernel that reads far outside its tensor",
+                *run(["check.py", str(fault)], pack),
+            )
     shutil.rmtree(work, ignore_errors=True)
     return 0
 

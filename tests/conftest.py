@@ -31,6 +31,7 @@ def has_cuda() -> bool:
     gc.disable()
     try:
         import torch
+
         return torch.cuda.is_available()
     except ImportError:  # pragma: no cover - torch is in the lock file
         return False
@@ -44,15 +45,29 @@ def has_cuda() -> bool:
 # to the three processes at once: the Slurm file (mostly waiting on the scheduler), the browser file
 # (it builds the shared course), a long file that needs no build; the fourth waits behind the Slurm
 # file, so it is short. Files not named keep their order, after these.
-FIRST = ("test_slurm.py", "test_html_browser.py", "test_i18n.py", "test_golden.py", "test_checker.py",
-         "test_grade_e2e.py", "test_bad_inputs.py", "test_build_e2e.py", "test_atomic.py", "test_platforms.py",
-         "test_task_server.py", "test_new_kinds.py", "test_bench.py", "test_otter_compare.py", "test_fuzz.py")
+FIRST = (
+    "test_slurm.py",
+    "test_html_browser.py",
+    "test_i18n.py",
+    "test_golden.py",
+    "test_checker.py",
+    "test_grade_e2e.py",
+    "test_bad_inputs.py",
+    "test_build_e2e.py",
+    "test_atomic.py",
+    "test_platforms.py",
+    "test_task_server.py",
+    "test_new_kinds.py",
+    "test_bench.py",
+    "test_otter_compare.py",
+    "test_fuzz.py",
+)
 
 
 def pytest_configure(config):
     if hasattr(config, "workerinput") or not config.getoption("numprocesses", None):
-        has_cuda()   # torch first, before the test files' imports: a process that runs tests
-        gc.set_threshold(100_000, 50, 100)   # as the command line does (generator/cli.py)
+        has_cuda()  # torch first, before the test files' imports: a process that runs tests
+        gc.set_threshold(100_000, 50, 100)  # as the command line does (generator/cli.py)
 
 
 def pytest_collection_modifyitems(config, items):
@@ -61,7 +76,9 @@ def pytest_collection_modifyitems(config, items):
         if "cuda" in item.keywords and not has_cuda():
             item.add_marker(skip)
     rank = {name: i for i, name in enumerate(FIRST)}
-    items.sort(key=lambda item: rank.get(item.path.name, len(FIRST)))   # stable: the rest keep their order
+    items.sort(
+        key=lambda item: rank.get(item.path.name, len(FIRST))
+    )  # stable: the rest keep their order
 
 
 @pytest.fixture(autouse=True)
@@ -74,14 +91,16 @@ def _memo():
 def copy_course(source: Path, into: Path, **kw) -> None:
     """shutil.copytree, but the translators' snapshots (content/.i18n/snapshots: hundreds of files,
     each written once under the hash of its text, never changed) are hard links, not copies."""
+
     def link_or_copy(src: str, dst: str) -> None:
         if Path(src).parent.name == "snapshots" and Path(src).parent.parent.name == ".i18n":
             try:
                 os.link(src, dst)
                 return
-            except OSError:   # another file system
+            except OSError:  # another file system
                 pass
         shutil.copy2(src, dst)
+
     shutil.copytree(source, into, copy_function=link_or_copy, **kw)
 
 
@@ -103,6 +122,7 @@ def small_lesson_copy(root: Path, keep: list[str], lesson: str = "lesson03_relu"
     (its declared mistakes and case names cut to match): a fast lesson in the interpreter.
     Returns root / "content"."""
     from ruamel.yaml import YAML
+
     shutil.copytree(REPO / "content", root / "content", ignore=shutil.ignore_patterns(".i18n"))
     shutil.copytree(REPO / "templates", root / "templates")
     path = root / "content" / "lessons" / lesson / "lesson.yaml"
@@ -121,12 +141,14 @@ def small_lesson_copy(root: Path, keep: list[str], lesson: str = "lesson03_relu"
             fails = {"all_except": [case for case in fails["all_except"] if case in keep]}
         mistake["fails"] = fails
         if "reasons" in mistake:
-            mistake["reasons"] = {case: reason for case, reason in mistake["reasons"].items() if case in keep}
+            mistake["reasons"] = {
+                case: reason for case, reason in mistake["reasons"].items() if case in keep
+            }
         mistakes.append(mistake)
     checks["mistakes"] = mistakes
     with open(path, "w", encoding="utf-8") as handle:
         yaml.dump(spec, handle)
-    for text in path.parent.glob("text.*.yaml"):   # the cases' names, and their translation stamps
+    for text in path.parent.glob("text.*.yaml"):  # the cases' names, and their translation stamps
         data = yaml.load(text.read_text(encoding="utf-8"))
         for case in [c for c in data["checker"]["cases"] if c not in keep]:
             del data["checker"]["cases"][case]
@@ -137,7 +159,9 @@ def small_lesson_copy(root: Path, keep: list[str], lesson: str = "lesson03_relu"
 
 
 def options_for(root: Path, **kw) -> BuildOptions:
-    return BuildOptions(content=root / "content", templates=root / "templates", out=root / "build", **kw)
+    return BuildOptions(
+        content=root / "content", templates=root / "templates", out=root / "build", **kw
+    )
 
 
 def unzip(path: Path, into: Path) -> Path:
@@ -151,7 +175,7 @@ def shared_dir(tmp_path_factory, name: str, make) -> Path:
     the first to come makes it (make(folder)) under a lock, the others wait and use it. Read only."""
     base = tmp_path_factory.getbasetemp()
     if os.environ.get("PYTEST_XDIST_WORKER"):
-        base = base.parent   # the run's folder, above each worker's own
+        base = base.parent  # the run's folder, above each worker's own
     folder = base / f"shared-{name}"
     with open(base / f"shared-{name}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
@@ -180,8 +204,10 @@ def built(tmp_path_factory) -> Path:
 def own_build(built: Path, tmp_path: Path) -> Path:
     """A private copy of the shared build (content, templates, build/ with its caches, not its job
     folders: a build makes its own); returns build/."""
+
     def skip(folder: str, names: list[str]) -> list[str]:
         return [n for n in names if n == ".made" or (Path(folder) == built and n == "work")]
+
     copy_course(built.parent, tmp_path / "course", ignore=skip)
     return tmp_path / "course" / "build"
 
@@ -195,17 +221,26 @@ def packs(built: Path, tmp_path_factory) -> dict[str, Path]:
     return {z.stem: into / z.stem for z in zips}
 
 
-def run_check(pack: Path, *args: str, timeout: float = 180, process: bool = False) -> subprocess.CompletedProcess:
+def run_check(
+    pack: Path, *args: str, timeout: float = 180, process: bool = False
+) -> subprocess.CompletedProcess:
     """Run a pack's check.py the way a student does. In this process by default: the pack's checker
     still runs every kernel in forked children (that is what isolates them), and the test saves
     starting Python and importing torch again. process=True runs `python check.py` as a student does."""
     if process:
         env = dict(os.environ)
         env.pop("TRITON_INTERPRET", None)
-        return subprocess.run([sys.executable, "check.py", *args], cwd=pack, capture_output=True, text=True,
-                              timeout=timeout, env=env)
+        return subprocess.run(
+            [sys.executable, "check.py", *args],
+            cwd=pack,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            env=env,
+        )
     import contextlib
     import io
+
     checker = load_checker(pack)
     out, err = io.StringIO(), io.StringIO()
     cwd = os.getcwd()
@@ -214,7 +249,7 @@ def run_check(pack: Path, *args: str, timeout: float = 180, process: bool = Fals
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
             try:
                 code = checker.main(list(args))
-            except SystemExit as exc:   # load_target's "no such file" and argparse
+            except SystemExit as exc:  # load_target's "no such file" and argparse
                 code = exc.code if isinstance(exc.code, int) else (print(exc.code) or 2)
     finally:
         os.chdir(cwd)
@@ -224,6 +259,7 @@ def run_check(pack: Path, *args: str, timeout: float = 180, process: bool = Fals
 def load_checker(pack: Path):
     """A pack's check.py as a module of its own (its LESSON data differs per pack)."""
     import importlib.util
+
     name = "check_" + hashlib.sha256(str(pack.resolve()).encode()).hexdigest()[:12]
     if name not in sys.modules:
         spec = importlib.util.spec_from_file_location(name, pack / "check.py")
@@ -242,8 +278,11 @@ def lesson_data(source: bytes | str) -> dict:
     """The LESSON data block of a generated check.py."""
     import json
     import re
+
     text = source.decode("utf-8") if isinstance(source, bytes) else source
-    return json.loads(re.search(r'^LESSON = json\.loads\(r"""(.*?)"""\)$', text, re.S | re.M).group(1))
+    return json.loads(
+        re.search(r'^LESSON = json\.loads\(r"""(.*?)"""\)$', text, re.S | re.M).group(1)
+    )
 
 
 def filled(pack: Path, fill: str, tmp: Path, kernel: str = "relu.py") -> Path:

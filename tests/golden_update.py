@@ -21,7 +21,7 @@ from tests.quarto_project import quarto_projects
 from generator.render.render import finalize_pack, jinja_env
 
 GOLDEN = Path(__file__).resolve().parent / "golden"
-QUARTO_GOLDEN = GOLDEN.with_name("golden_quarto")   # the Quarto projects (tests/test_quarto.py)
+QUARTO_GOLDEN = GOLDEN.with_name("golden_quarto")  # the Quarto projects (tests/test_quarto.py)
 REPO = GOLDEN.parent.parent
 
 
@@ -46,8 +46,10 @@ def current_packs() -> dict[str, dict[str, bytes]]:
     for editions in real_course()[1].values():
         for ctx, pack in editions.values():
             final = finalize_pack(ctx, env, pack, None)
-            files = {name: strip_vendored(data) if name.endswith(".html") else data
-                     for name, data in final.files.items()}
+            files = {
+                name: strip_vendored(data) if name.endswith(".html") else data
+                for name, data in final.files.items()
+            }
             files["check.data.json"] = checker_data_text(files.pop("check.py"))
             packs[final.name] = files
     return packs
@@ -57,7 +59,7 @@ def checker_data_text(check_py: bytes) -> bytes:
     """The data block of a generated check.py, as the JSON text it was written from."""
     text = check_py.decode("utf-8")
     start = text.index('LESSON = json.loads(r"""') + len('LESSON = json.loads(r"""')
-    return (text[start:text.index('""")', start)] + "\n").encode("utf-8")
+    return (text[start : text.index('""")', start)] + "\n").encode("utf-8")
 
 
 @lru_cache(maxsize=1)
@@ -65,8 +67,10 @@ def current_projects() -> dict[str, dict[str, bytes]]:
     """Each Quarto project as its golden tree holds it: pages, configuration, README and manifest
     (its kernel files and checkers are the lesson packs'). Read only."""
     projects = quarto_projects(*real_course(), {}, jinja_env(BuildOptions().templates))
-    return {p.name: {name: data for name, data in p.files.items() if not name.endswith((".py", ".txt"))}
-            for p in projects}
+    return {
+        p.name: {name: data for name, data in p.files.items() if not name.endswith((".py", ".txt"))}
+        for p in projects
+    }
 
 
 def main() -> None:
@@ -78,7 +82,9 @@ def main() -> None:
                 path = folder / name / file
                 path.parent.mkdir(parents=True, exist_ok=True)
                 path.write_bytes(data)
-    print(f"rewrote {GOLDEN} and {QUARTO_GOLDEN}; review with: git diff --stat tests/golden tests/golden_quarto")
+    print(
+        f"rewrote {GOLDEN} and {QUARTO_GOLDEN}; review with: git diff --stat tests/golden tests/golden_quarto"
+    )
 
 
 if __name__ == "__main__":

@@ -28,7 +28,7 @@ def expectations(path: Path) -> dict:
         if line.startswith("# expect:"):
             for part in line.removeprefix("# expect:").split(";"):
                 key, equals, value = part.strip().partition("=")
-                found[key] = value.strip() if equals else True   # `flags_gpu=`: none
+                found[key] = value.strip() if equals else True  # `flags_gpu=`: none
     return found
 
 
@@ -43,6 +43,7 @@ def small_pack(tmp_path_factory) -> Path:
     """Lesson 3's exercise pack (English) with five of its cases (its mistakes cut to match),
     built without verification."""
     from generator.pipeline.build import build
+
     root = tmp_path_factory.mktemp("corpus")
     small_lesson_copy(root, KEEP)
     options = options_for(root, verify=False, lessons=("lesson03_relu",), locales=("en",))
@@ -62,7 +63,9 @@ def submission_bytes(pack: Path, path: Path) -> bytes:
     if want.get("newline") == "cr":
         text = text.replace("\n", "\r")
     elif want.get("newline") == "mixed":
-        text = "".join(line + ("\r\n", "\r", "\n")[k % 3] for k, line in enumerate(text.split("\n")))
+        text = "".join(
+            line + ("\r\n", "\r", "\n")[k % 3] for k, line in enumerate(text.split("\n"))
+        )
     if "encoding" in want:
         return f"# -*- coding: {want['encoding']} -*-\n{text}".encode(want["encoding"])
     return text.encode("utf-8")
@@ -78,8 +81,13 @@ def run_corpus(pack: Path, tmp_path: Path, sandbox: bool, gpu: bool = False) -> 
         (folder / "relu.py").write_bytes(submission_bytes(pack, path))
         units.append({"id": path.stem, "path": str(folder / "relu.py")})
     checker = load_checker(pack)
-    session = checker.Session(not gpu, sandbox, checker=str(pack / "check.py"), start_margin=30,
-                              limits={"processes": 256, "data_gib": 4, "scratch_mib": 256, "file_mib": 128})
+    session = checker.Session(
+        not gpu,
+        sandbox,
+        checker=str(pack / "check.py"),
+        start_margin=30,
+        limits={"processes": 256, "data_gib": 4, "scratch_mib": 256, "file_mib": 128},
+    )
     return checker.check_units(units, 2, 20, session)
 
 
@@ -92,9 +100,16 @@ def assert_verdicts(results: dict, sandbox: bool, gpu: bool = False) -> None:
         status = want.get("status_gpu", want["status"]) if gpu else want["status"]
         if data["status"] != status:
             problems.append(f"{name}: status {data['status']}, expected {status}")
-        if "score" in want and data["score"]["normal"] + data["score"]["boundary"] != int(want["score"]):
+        if "score" in want and data["score"]["normal"] + data["score"]["boundary"] != int(
+            want["score"]
+        ):
             problems.append(f"{name}: automatic points {data['score']}, expected {want['score']}")
-        for flag in filter(None, str(want.get("flags_gpu", want.get("flags", "")) if gpu else want.get("flags", "")).split(",")):
+        for flag in filter(
+            None,
+            str(
+                want.get("flags_gpu", want.get("flags", "")) if gpu else want.get("flags", "")
+            ).split(","),
+        ):
             if not flags.get(flag):
                 problems.append(f"{name}: flag {flag} not reported ({flags})")
         for kind in filter(None, str(want.get("events", "")).split(",")):
@@ -105,7 +120,9 @@ def assert_verdicts(results: dict, sandbox: bool, gpu: bool = False) -> None:
         if want.get("stdout_has") and want["stdout_has"] not in data["text"]:
             problems.append(f"{name}: the report lacks {want['stdout_has']!r}")
         if want.get("stdout_lacks") and want["stdout_lacks"] in data["text"]:
-            problems.append(f"{name}: the report shows the submission's own text {want['stdout_lacks']}")
+            problems.append(
+                f"{name}: the report shows the submission's own text {want['stdout_lacks']}"
+            )
     assert not problems, "\n".join(problems)
 
 
@@ -131,4 +148,6 @@ def test_corpus_on_the_gpu(small_pack, tmp_path):
         pytest.skip("needs a CUDA GPU; none is visible to torch here")
     checker = load_checker(small_pack)
     sandbox = checker.sandbox_problem() is None
-    assert_verdicts(run_corpus(small_pack, tmp_path, sandbox=sandbox, gpu=True), sandbox=sandbox, gpu=True)
+    assert_verdicts(
+        run_corpus(small_pack, tmp_path, sandbox=sandbox, gpu=True), sandbox=sandbox, gpu=True
+    )

@@ -30,12 +30,22 @@ def test_kill_at_many_moments_never_leaves_a_half_written_dist(tmp_path):
     """Every build has new text to write (two versions of one sentence, in turn), so each one writes
     its zips and swaps them in; killed at any moment, it leaves the old dist whole or the new one."""
     root = tmp_path
-    assert main(["init", str(root)]) == 0   # a small course: the swap is the same for any size
+    assert main(["init", str(root)]) == 0  # a small course: the swap is the same for any size
     text = root / "content" / "lessons" / "lesson01_scale" / "text.en.yaml"
     versions = [text.read_text(encoding="utf-8")]
     versions.append(versions[0].replace("After this lesson", "Once this lesson is done", 1))
     assert versions[1] != versions[0]
-    command = [sys.executable, "-m", "generator", "build", "--content", "content", "--out", "build", "--no-verify"]
+    command = [
+        sys.executable,
+        "-m",
+        "generator",
+        "build",
+        "--content",
+        "content",
+        "--out",
+        "build",
+        "--no-verify",
+    ]
     env = dict(os.environ, PYTHONPATH=str(REPO))
     dist = root / "build" / "dist"
     states, durations = [], []
@@ -52,7 +62,9 @@ def test_kill_at_many_moments_never_leaves_a_half_written_dist(tmp_path):
     while kills < steps and attempts < 4 * steps:
         text.write_text(versions[attempts % 2], encoding="utf-8")
         attempts += 1
-        process = subprocess.Popen(command, cwd=root, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        process = subprocess.Popen(
+            command, cwd=root, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        )
         time.sleep(scale * (0.3 + 0.6 * kills / (steps - 1)))
         if process.poll() is None:
             process.send_signal(signal.SIGKILL)
@@ -62,4 +74,6 @@ def test_kill_at_many_moments_never_leaves_a_half_written_dist(tmp_path):
         process.wait()
         assert dist.is_dir(), f"build/dist missing after attempt {attempts}"
         assert dist_state(dist) in states, f"a mixed build/dist after attempt {attempts}"
-    assert kills == steps, f"only {kills} of {attempts} builds were still running when the signal came"
+    assert kills == steps, (
+        f"only {kills} of {attempts} builds were still running when the signal came"
+    )

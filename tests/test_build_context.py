@@ -19,10 +19,34 @@ from generator.errors import CoursepackError
 from tests.conftest import copy_content, options_for
 
 GENERATOR = Path(__file__).resolve().parents[1] / "generator"
-MUTABLE_CALLS = {"dict", "list", "set", "defaultdict", "OrderedDict", "Counter", "deque", "bytearray"}
+MUTABLE_CALLS = {
+    "dict",
+    "list",
+    "set",
+    "defaultdict",
+    "OrderedDict",
+    "Counter",
+    "deque",
+    "bytearray",
+}
 CACHE_DECORATORS = {"lru_cache", "cache"}
-MUTATORS = {"append", "extend", "insert", "add", "update", "setdefault", "pop", "popitem", "clear", "remove",
-            "discard", "sort", "reverse", "__setitem__", "__delitem__"}
+MUTATORS = {
+    "append",
+    "extend",
+    "insert",
+    "add",
+    "update",
+    "setdefault",
+    "pop",
+    "popitem",
+    "clear",
+    "remove",
+    "discard",
+    "sort",
+    "reverse",
+    "__setitem__",
+    "__delitem__",
+}
 
 # Not scanned: check.py's sources (a standalone program, one lesson per process: LESSON is its data
 # line, and its state ends with that process) and the vendored files.
@@ -33,12 +57,12 @@ SKIPPED = ("checker", "vendor")
 # by its maxsize; anything new must go into a build's memo (generator.files.memo) instead.
 ALLOWED = {
     "runners/local.py:_SERVERS": "warm task-server processes, not data: one per runner Python and environment "
-                           "for the life of the process (a test session's builds share them), closed at exit",
+    "for the life of the process (a test session's builds share them), closed at exit",
     "content/markdown.py:parser_for": "one MarkdownIt per setting; a parser keeps no state between parses",
     "content/markdown.py:_unit_problems": "pure, by text: a Markdown unit's problems (a content load is 2 s without it)",
     "render/html.py:mermaid_script": "the vendored mermaid, pinned by its sha256: read and checked once per process",
     "files/archive.py:_deflated_part": "pure, by bytes: a constant part's deflate (1 s for mermaid); which parts a "
-                                 "build declares is the build's (its memo)",
+    "build declares is the build's (its memo)",
     "review/render.py:_parser": "the review page's parser; keeps no state between parses",
     "review/render.py:markdown_html": "review app (a long-running server): HTML of an answer text, by its text",
     "review/texts.py:_all": "the review app's interface texts, read once from a file of the package",
@@ -51,19 +75,32 @@ ALLOWED = {
 
 def _name(node: ast.AST) -> str:
     node = node.func if isinstance(node, ast.Call) else node
-    return node.attr if isinstance(node, ast.Attribute) else node.id if isinstance(node, ast.Name) else ""
+    return (
+        node.attr
+        if isinstance(node, ast.Attribute)
+        else node.id
+        if isinstance(node, ast.Name)
+        else ""
+    )
 
 
 def _mutable(value: ast.AST | None) -> bool:
-    return isinstance(value, (ast.Dict, ast.List, ast.Set, ast.DictComp, ast.ListComp, ast.SetComp)) or (
-        isinstance(value, ast.Call) and _name(value.func) in MUTABLE_CALLS)
+    return isinstance(
+        value, (ast.Dict, ast.List, ast.Set, ast.DictComp, ast.ListComp, ast.SetComp)
+    ) or (isinstance(value, ast.Call) and _name(value.func) in MUTABLE_CALLS)
 
 
 def _module_level(body: list[ast.stmt]):
     for node in body:
         if isinstance(node, (ast.If, ast.Try)):
-            yield from _module_level([*node.body, *node.orelse, *getattr(node, "finalbody", []),
-                                      *[s for handler in getattr(node, "handlers", []) for s in handler.body]])
+            yield from _module_level(
+                [
+                    *node.body,
+                    *node.orelse,
+                    *getattr(node, "finalbody", []),
+                    *[s for handler in getattr(node, "handlers", []) for s in handler.body],
+                ]
+            )
         else:
             yield node
 
@@ -79,10 +116,19 @@ def _mutated_names(trees: list[ast.Module]) -> set[str]:
         for node in ast.walk(tree):
             targets = []
             if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Delete)):
-                targets = node.targets if isinstance(node, (ast.Assign, ast.Delete)) else [node.target]
-                targets = [t.value if isinstance(t, ast.Subscript) else t for t in targets
-                           if isinstance(t, ast.Subscript) or isinstance(node, ast.AugAssign)]
-            elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in MUTATORS:
+                targets = (
+                    node.targets if isinstance(node, (ast.Assign, ast.Delete)) else [node.target]
+                )
+                targets = [
+                    t.value if isinstance(t, ast.Subscript) else t
+                    for t in targets
+                    if isinstance(t, ast.Subscript) or isinstance(node, ast.AugAssign)
+                ]
+            elif (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr in MUTATORS
+            ):
                 targets = [node.func.value]
             found |= {_name(t) for t in targets}
     return found
@@ -92,7 +138,11 @@ def module_state() -> list[str]:
     """Every module-level mutable container, cache decorator and `global` statement in generator/,
     as "file:name" (what ALLOWED names) with its line. A constant (an upper-case name never written
     into anywhere in the package) is not state."""
-    files = [p for p in sorted(GENERATOR.rglob("*.py")) if not set(p.relative_to(GENERATOR).parts) & set(SKIPPED)]
+    files = [
+        p
+        for p in sorted(GENERATOR.rglob("*.py"))
+        if not set(p.relative_to(GENERATOR).parts) & set(SKIPPED)
+    ]
     trees = {p: ast.parse(p.read_text(encoding="utf-8")) for p in files}
     mutated = _mutated_names(list(trees.values()))
     found = []
@@ -107,8 +157,11 @@ def module_state() -> list[str]:
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 if any(_name(d) in CACHE_DECORATORS for d in node.decorator_list):
                     found.append((f"{where}:{node.name}", node.lineno, "a process-wide cache"))
-        found += [(f"{where}:global {', '.join(node.names)}", node.lineno, "a global statement")
-                  for node in ast.walk(tree) if isinstance(node, ast.Global)]
+        found += [
+            (f"{where}:global {', '.join(node.names)}", node.lineno, "a global statement")
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Global)
+        ]
     return [f"{key} (line {line}): {what}" for key, line, what in found if key not in ALLOWED]
 
 
@@ -119,14 +172,20 @@ def test_no_module_level_mutable_state_in_the_generator():
 def test_the_scan_finds_state_and_a_written_constant(tmp_path, monkeypatch):
     """The pass itself: a cache, a global, a lower-case table and a constant that is written into
     are found; constants never written into are not."""
-    source = ("import functools\nTABLE = {}\nROLES = {'a': 1}\n_kept = []\n"
-              "@functools.lru_cache(maxsize=None)\ndef f(x):\n    return x\n"
-              "def g():\n    global _kept\n    TABLE['x'] = 1\n")
+    source = (
+        "import functools\nTABLE = {}\nROLES = {'a': 1}\n_kept = []\n"
+        "@functools.lru_cache(maxsize=None)\ndef f(x):\n    return x\n"
+        "def g():\n    global _kept\n    TABLE['x'] = 1\n"
+    )
     (tmp_path / "mod.py").write_text(source)
     monkeypatch.setitem(globals(), "GENERATOR", tmp_path)
     found = module_state()
-    assert sorted(line.split(" (")[0] for line in found) == ["mod.py:TABLE", "mod.py:_kept", "mod.py:f",
-                                                             "mod.py:global _kept"]
+    assert sorted(line.split(" (")[0] for line in found) == [
+        "mod.py:TABLE",
+        "mod.py:_kept",
+        "mod.py:f",
+        "mod.py:global _kept",
+    ]
 
 
 def test_every_allowed_entry_still_exists():
@@ -146,9 +205,11 @@ def _zips(out: Path) -> dict[str, bytes]:
 
 def _sizes_at_done(sizes: list) -> Callable[[str], None]:
     """A progress callback that notes the build's memo sizes at its last line."""
+
     def progress(line: str) -> None:
         if line.startswith("done"):
             sizes.append(memo.current().sizes())
+
     return progress
 
 
@@ -161,7 +222,10 @@ def test_two_builds_in_one_process_keep_nothing_of_each_other(tmp_path):
     other = tmp_path / "b_templates"
     shutil.copytree(root / "templates", other)
     readme = other / "pack" / "README.md.j2"
-    readme.write_text(readme.read_text(encoding="utf-8") + "\nAnother line from other templates.\n", encoding="utf-8")
+    readme.write_text(
+        readme.read_text(encoding="utf-8") + "\nAnother line from other templates.\n",
+        encoding="utf-8",
+    )
     outer = memo.current().sizes()
     sizes: list = []
     kw = {"verify": False, "lessons": ("lesson03_relu",), "locales": ("en",)}
@@ -179,9 +243,12 @@ def test_two_builds_in_one_process_keep_nothing_of_each_other(tmp_path):
     def readme_of(zips: dict[str, bytes]) -> bytes:
         with zipfile.ZipFile(io.BytesIO(zips["lesson03_relu-en-exercise.zip"])) as archive:
             return archive.read("lesson03_relu-en-exercise/README.md")
+
     assert b"Another line from other templates." in readme_of(second)
     assert b"Another line from other templates." not in readme_of(first) + readme_of(again)
-    assert sizes[0] and sizes[0] == sizes[2]   # the first and third builds: the same inputs, the same memo
+    assert (
+        sizes[0] and sizes[0] == sizes[2]
+    )  # the first and third builds: the same inputs, the same memo
     assert memo.current().sizes() == outer
 
 
@@ -191,7 +258,7 @@ def test_a_memo_is_dropped_with_its_block_and_a_lesson_memo_keeps_the_build_tabl
         with memo.lesson_memo() as lesson:
             memo.table("l", lesson=True)["k"] = 2
             assert memo.table("t") == {"k": 1} and lesson.build is build_memo.build
-        assert memo.table("l", lesson=True) == {}   # the lesson's tables went with it
+        assert memo.table("l", lesson=True) == {}  # the lesson's tables went with it
     assert memo.current() is not build_memo
     with memo.build_memo():
         assert memo.table("t") == {}
@@ -215,7 +282,9 @@ def test_forked_workers_get_their_work_as_an_argument():
     offset = {"by": 10}
     assert list(in_processes(lambda i: (i + offset["by"], os.getpid()), 5, 2))[0][0] == 10
     pids = {pid for _, pid in in_processes(lambda i: (i, os.getpid()), 6, 2)}
-    assert os.getpid() not in pids and [v for v, _ in in_processes(lambda i: (i, 0), 6, 3)] == list(range(6))
+    assert os.getpid() not in pids and [v for v, _ in in_processes(lambda i: (i, 0), 6, 3)] == list(
+        range(6)
+    )
 
 
 def test_a_workers_error_is_raised_and_a_dead_worker_is_an_error_not_a_hang():
@@ -223,17 +292,19 @@ def test_a_workers_error_is_raised_and_a_dead_worker_is_an_error_not_a_hang():
         if i == 2:
             raise CoursepackError("lesson 2 broke")
         return i
+
     with pytest.raises(CoursepackError, match="lesson 2 broke"):
         list(in_processes(fails, 4, 2))
     with pytest.raises(CoursepackError, match="died"):
         list(in_processes(lambda i: os._exit(3) if i == 1 else i, 3, 2))
     with pytest.raises(CoursepackError, match="cannot be sent back"):
-        list(in_processes(lambda i: (lambda: i), 2, 2))
+        list(in_processes(lambda i: lambda: i, 2, 2))
 
 
 def _count_renders(monkeypatch) -> dict:
     """Calls of render_pack by a build, by (pack name, for a course bundle)."""
     import generator.pipeline.build as B
+
     counts: dict = {}
     real = B.render_pack
 
@@ -241,22 +312,29 @@ def _count_renders(monkeypatch) -> dict:
         key = (f"{ctx.lesson.spec.id}-{ctx.locale}-{ctx.edition}", ctx.bundle)
         counts[key] = counts.get(key, 0) + 1
         return real(ctx, *args, **kw)
+
     monkeypatch.setattr(B, "render_pack", counted)
     return counts
 
 
-def test_a_verified_build_renders_each_pack_once_and_zips_the_verified_bytes(own_build, monkeypatch):
+def test_a_verified_build_renders_each_pack_once_and_zips_the_verified_bytes(
+    own_build, monkeypatch
+):
     """A verified build (its records cached) renders each lesson x locale x edition once for its
     zip, once more for its course bundle (its links lead to the other lessons' folders), and the
     zips are those of the build that verified them."""
     root = own_build.parent
     first = _zips(own_build)
     counts = _count_renders(monkeypatch)
-    (own_build / "cache" / "last_build.json").unlink(missing_ok=True)   # not the whole-build shortcut
+    (own_build / "cache" / "last_build.json").unlink(
+        missing_ok=True
+    )  # not the whole-build shortcut
     build(options_for(root, runner="interpreter", notebook=False, jobs=1), progress=lambda _: None)
     assert counts and set(counts.values()) == {1}, counts
     alone = {name for name, bundle in counts if not bundle}
-    assert alone == {name for name, bundle in counts if bundle} and len(alone) == len(first) - 6   # 6: bundles, projects
+    assert (
+        alone == {name for name, bundle in counts if bundle} and len(alone) == len(first) - 6
+    )  # 6: bundles, projects
     assert _zips(own_build) == first
 
 
@@ -264,12 +342,21 @@ def test_a_leak_stops_a_verified_build_before_any_job_folder_is_written(content_
     """The checks run on the rendered packs before verification writes anything (the first lesson's
     job folder was written before a later lesson's leak was raised)."""
     from generator.gate.leaks import LeakError
+
     template = content_copy / "templates" / "pack" / "lesson.md.j2"
     text = template.read_text(encoding="utf-8")
     marker = "{% for link in nav %}"
-    template.write_text(text.replace(marker, "{{ text.solution_note }}\n\n" + marker), encoding="utf-8")
-    options = options_for(content_copy, runner="interpreter", notebook=False,
-                          lessons=("lesson02_vector_add", "lesson03_relu"))
-    with pytest.raises(LeakError, match="lesson03_relu-en-exercise/lesson.md: contains answer-only material"):
+    template.write_text(
+        text.replace(marker, "{{ text.solution_note }}\n\n" + marker), encoding="utf-8"
+    )
+    options = options_for(
+        content_copy,
+        runner="interpreter",
+        notebook=False,
+        lessons=("lesson02_vector_add", "lesson03_relu"),
+    )
+    with pytest.raises(
+        LeakError, match="lesson03_relu-en-exercise/lesson.md: contains answer-only material"
+    ):
         build(options, progress=lambda _: None)
     assert not (options.out / "work").exists() and not (options.out / "dist").exists()

@@ -21,15 +21,29 @@ def read(tmp_path: Path, text: str, **options):
 
 
 def test_japanese_and_chinese_folded_scalars_join_without_a_space(tmp_path):
-    data = read(tmp_path, "ja: >\n  カーネルを書き、\n  二つのことを説明する。\n"
-                          "zh: >-\n  为什么逐元素运算在 Triton 里是\n  “无分支的向量语义”。\n")
-    assert data == {"ja": "カーネルを書き、二つのことを説明する。\n", "zh": "为什么逐元素运算在 Triton 里是“无分支的向量语义”。"}
+    data = read(
+        tmp_path,
+        "ja: >\n  カーネルを書き、\n  二つのことを説明する。\n"
+        "zh: >-\n  为什么逐元素运算在 Triton 里是\n  “无分支的向量语义”。\n",
+    )
+    assert data == {
+        "ja": "カーネルを書き、二つのことを説明する。\n",
+        "zh": "为什么逐元素运算在 Triton 里是“无分支的向量语义”。",
+    }
 
 
 def test_latin_words_korean_and_mixed_folds_keep_their_space(tmp_path):
-    data = read(tmp_path, "en: >-\n  two\n  words\nko: >-\n  커널을\n  작성합니다\n"
-                          "mixed: >-\n  在\n  Triton 里\n  是\narrow: >-\n  下标 →\n  掩码\n")
-    assert data == {"en": "two words", "ko": "커널을 작성합니다", "mixed": "在 Triton 里是", "arrow": "下标 → 掩码"}
+    data = read(
+        tmp_path,
+        "en: >-\n  two\n  words\nko: >-\n  커널을\n  작성합니다\n"
+        "mixed: >-\n  在\n  Triton 里\n  是\narrow: >-\n  下标 →\n  掩码\n",
+    )
+    assert data == {
+        "en": "two words",
+        "ko": "커널을 작성합니다",
+        "mixed": "在 Triton 里是",
+        "arrow": "下标 → 掩码",
+    }
 
 
 def test_plain_multiline_scalars_and_blank_lines(tmp_path):
@@ -46,9 +60,19 @@ def test_quoted_and_literal_scalars_are_yamls_own_reading(tmp_path):
     assert data == {"a": "甲 乙", "b": "甲\n乙\n"}
 
 
-@pytest.mark.parametrize("before, after, joined", [("是", "“", ""), ("。", "不", ""), ("；", "以", ""),
-                                                    ("”", "以", ""), ("→", "掩", " "), ("a", "b", " "),
-                                                    ("字", "b", " "), ("다", "가", " ")])
+@pytest.mark.parametrize(
+    "before, after, joined",
+    [
+        ("是", "“", ""),
+        ("。", "不", ""),
+        ("；", "以", ""),
+        ("”", "以", ""),
+        ("→", "掩", " "),
+        ("a", "b", " "),
+        ("字", "b", " "),
+        ("다", "가", " "),
+    ],
+)
 def test_joiner(before, after, joined):
     assert joiner(before, after) == joined
 

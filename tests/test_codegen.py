@@ -2,13 +2,13 @@ import pytest
 
 from generator.content.codegen import BLANK, CodeMarkerError, parse_solution, render_code
 
-SOLUTION = '''import triton.language as tl
+SOLUTION = """import triton.language as tl
 
 def k(x, out, mask):
     xv = x
     # @text:store
     tl.store(out, tl.maximum(xv, 0.0), mask=mask)  # @blank arg=1
-'''
+"""
 
 
 def test_exercise_and_answer_come_from_one_source():
@@ -37,32 +37,44 @@ def test_keyword_blank():
 
 def test_value_blank_marks_the_right_hand_side_of_an_assignment():
     """`# @blank value`: the whole right-hand side of a one-line assignment is the blank."""
-    text = ("import triton.language as tl\n\ndef k(xv, acc):\n"
-            "    num = tl.exp(xv - tl.max(xv, axis=0))  # @blank value\n"
-            "    acc += tl.dot(xv, xv)  # @blank value\n")
+    text = (
+        "import triton.language as tl\n\ndef k(xv, acc):\n"
+        "    num = tl.exp(xv - tl.max(xv, axis=0))  # @blank value\n"
+        "    acc += tl.dot(xv, xv)  # @blank value\n"
+    )
     with pytest.raises(CodeMarkerError, match="exactly one"):
         parse_solution(text)
     source = parse_solution(text.replace("  # @blank value\n    acc", "\n    acc"))
     assert source.fill == "tl.dot(xv, xv)"
-    source = parse_solution(text.replace("  # @blank value\n", "\n", 2).replace(
-        "axis=0))\n", "axis=0))  # @blank value\n"))
+    source = parse_solution(
+        text.replace("  # @blank value\n", "\n", 2).replace(
+            "axis=0))\n", "axis=0))  # @blank value\n"
+        )
+    )
     assert source.fill == "tl.exp(xv - tl.max(xv, axis=0))"
     exercise = render_code(source, {}, "TODO: fill", answer=False)
     assert f"    num = {BLANK}  # TODO: fill\n" in exercise
-    assert "    num = tl.exp(xv - tl.max(xv, axis=0))\n" in render_code(source, {}, "TODO", answer=True)
-    assert "    num = tl.exp(xv)  # TODO\n" in render_code(source, {}, "TODO", answer=False, fill="tl.exp(xv)")
+    assert "    num = tl.exp(xv - tl.max(xv, axis=0))\n" in render_code(
+        source, {}, "TODO", answer=True
+    )
+    assert "    num = tl.exp(xv)  # TODO\n" in render_code(
+        source, {}, "TODO", answer=False, fill="tl.exp(xv)"
+    )
 
 
-@pytest.mark.parametrize("text, message, line", [
-    ("f(a)\n", "exactly one '# @blank' marker (none found)", 1),
-    ("f(a)  # @blank arg=0\nf(b)  # @blank arg=0\n", "exactly one", 2),
-    ("f(a)  # @blank arg=3\n", "out of range", 1),
-    ("x = 1  # @blank arg=0\n", "must follow a statement that is a call", 1),
-    ("f(1)  # @blank value\n", "must follow an assignment on one line", 1),
-    ("x = (1 +\n     2)  # @blank value\n", "must follow an assignment on one line", 2),
-    ("f(a)  # @blank arg=0\n# @txt:oops\n", "unknown marker '@txt'", 2),
-    ("def f(:\n", "not valid Python", 1),
-])
+@pytest.mark.parametrize(
+    "text, message, line",
+    [
+        ("f(a)\n", "exactly one '# @blank' marker (none found)", 1),
+        ("f(a)  # @blank arg=0\nf(b)  # @blank arg=0\n", "exactly one", 2),
+        ("f(a)  # @blank arg=3\n", "out of range", 1),
+        ("x = 1  # @blank arg=0\n", "must follow a statement that is a call", 1),
+        ("f(1)  # @blank value\n", "must follow an assignment on one line", 1),
+        ("x = (1 +\n     2)  # @blank value\n", "must follow an assignment on one line", 2),
+        ("f(a)  # @blank arg=0\n# @txt:oops\n", "unknown marker '@txt'", 2),
+        ("def f(:\n", "not valid Python", 1),
+    ],
+)
 def test_marker_errors_are_located(text, message, line):
     with pytest.raises(CodeMarkerError) as info:
         parse_solution(text)

@@ -27,9 +27,17 @@ def controls(value, where: str = "") -> list[str]:
     if isinstance(value, BaseModel):
         return controls(value.model_dump(), where)
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return [hit for f in dataclasses.fields(value) for hit in controls(getattr(value, f.name), f"{where}.{f.name}")]
+        return [
+            hit
+            for f in dataclasses.fields(value)
+            for hit in controls(getattr(value, f.name), f"{where}.{f.name}")
+        ]
     if isinstance(value, dict):
-        return [hit for k, v in value.items() for hit in controls(k, where) + controls(v, f"{where}.{k}")]
+        return [
+            hit
+            for k, v in value.items()
+            for hit in controls(k, where) + controls(v, f"{where}.{k}")
+        ]
     if isinstance(value, (list, tuple)):
         return [hit for i, v in enumerate(value) for hit in controls(v, f"{where}[{i}]")]
     return []
@@ -46,7 +54,9 @@ def test_no_control_characters_in_any_file_of_any_pack(built):
                 data = archive.read(name)
                 found += controls(data, f"{path.name}:{name}")
                 text = data.decode("utf-8")
-                if name.endswith((".ipynb", ".json")):      # escapes such as \u0007 decode to the character
+                if name.endswith(
+                    (".ipynb", ".json")
+                ):  # escapes such as \u0007 decode to the character
                     found += controls(json.loads(text), f"{path.name}:{name} (decoded)")
                 if name.endswith("/check.py"):
                     found += controls(lesson_data(text), f"{path.name}:{name} (LESSON data)")

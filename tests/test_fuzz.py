@@ -19,6 +19,7 @@ EXAMPLES = 40
 
 def _loader(root: Path, target: Path):
     """load(text): the content under root with target replaced by text; the ContentError or None."""
+
     def load(text: str):
         (root / "content" / target).write_text(text, encoding="utf-8")
         try:
@@ -28,6 +29,7 @@ def _loader(root: Path, target: Path):
                 assert problem.location.path and problem.message
             return exc
         return None
+
     return load
 
 
@@ -50,32 +52,59 @@ def load_small(tmp_path_factory):
 def to_yaml(node, indent=0):
     pad = " " * indent
     if isinstance(node, dict):
-        return "".join(f"{pad}{key}:\n{to_yaml(value, indent + 2)}" if isinstance(value, (dict, list))
-                       else f"{pad}{key}: {value}\n" for key, value in node.items())
+        return "".join(
+            f"{pad}{key}:\n{to_yaml(value, indent + 2)}"
+            if isinstance(value, (dict, list))
+            else f"{pad}{key}: {value}\n"
+            for key, value in node.items()
+        )
     if isinstance(node, list):
-        return "".join(f"{pad}-\n{to_yaml(value, indent + 2)}" if isinstance(value, (dict, list))
-                       else f"{pad}- {value}\n" for value in node)
+        return "".join(
+            f"{pad}-\n{to_yaml(value, indent + 2)}"
+            if isinstance(value, (dict, list))
+            else f"{pad}- {value}\n"
+            for value in node
+        )
     return f"{pad}{node}\n"
 
 
 def _settings():
     from hypothesis import HealthCheck, settings
-    return settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+    return settings(
+        max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+    )
 
 
 def test_random_documents(load_small):
     from hypothesis import given
     from hypothesis import strategies as st
-    scalars = st.one_of(st.text(max_size=20), st.integers(), st.booleans(), st.none(),
-                        st.sampled_from(["no", "on", "1e3", "~", "null", "- x", ": y", "'q", '"', "&a", "*a", "!!int 3"]))
-    documents = st.recursive(scalars, lambda children: st.one_of(
-        st.lists(children, max_size=4), st.dictionaries(st.sampled_from(["goal", "model", "what", "x", "hints", "q1"]),
-                                                        children, max_size=4)), max_leaves=12)
+
+    scalars = st.one_of(
+        st.text(max_size=20),
+        st.integers(),
+        st.booleans(),
+        st.none(),
+        st.sampled_from(
+            ["no", "on", "1e3", "~", "null", "- x", ": y", "'q", '"', "&a", "*a", "!!int 3"]
+        ),
+    )
+    documents = st.recursive(
+        scalars,
+        lambda children: st.one_of(
+            st.lists(children, max_size=4),
+            st.dictionaries(
+                st.sampled_from(["goal", "model", "what", "x", "hints", "q1"]), children, max_size=4
+            ),
+        ),
+        max_leaves=12,
+    )
 
     @_settings()
     @given(documents)
     def random_document(document):
         load_small(to_yaml(document))
+
     random_document()
 
 
@@ -89,7 +118,9 @@ def test_mutations_of_the_real_lesson(load_with):
         lines = ORIGINAL.splitlines(keepends=True)
         for _ in range(data.draw(st.integers(1, 3))):
             i = data.draw(st.integers(0, len(lines) - 1))
-            kind = data.draw(st.sampled_from(["delete", "duplicate", "insert", "swap", "dedent", "indent"]))
+            kind = data.draw(
+                st.sampled_from(["delete", "duplicate", "insert", "swap", "dedent", "indent"])
+            )
             if kind == "delete":
                 del lines[i]
             elif kind == "duplicate":
@@ -104,6 +135,7 @@ def test_mutations_of_the_real_lesson(load_with):
             else:
                 lines[i] = "  " + lines[i]
         load_with("".join(lines))
+
     mutation()
 
 

@@ -10,26 +10,42 @@ from tests.golden_update import GOLDEN, checker_data_text, current_packs, golden
 
 @pytest.fixture(scope="module")
 def packs() -> dict[str, dict[str, bytes]]:
-    return current_packs()   # rendered when a test asks, not when every test process collects
+    return current_packs()  # rendered when a test asks, not when every test process collects
 
 
 def test_every_pack_has_a_golden_tree(packs):
-    assert sorted(packs) == golden_names(), "packs and golden trees differ: run `make golden` and review the result"
+    assert sorted(packs) == golden_names(), (
+        "packs and golden trees differ: run `make golden` and review the result"
+    )
 
 
 @pytest.mark.parametrize("name", golden_names())
 def test_pack_matches_golden(packs, name):
     folder = GOLDEN / name
     assert name in packs, f"{name} is no longer generated: run `make golden` and review the result"
-    expected = {p.relative_to(folder).as_posix(): p.read_bytes() for p in folder.rglob("*") if p.is_file()}
+    expected = {
+        p.relative_to(folder).as_posix(): p.read_bytes() for p in folder.rglob("*") if p.is_file()
+    }
     actual = packs[name]
-    assert sorted(actual) == sorted(expected), "files differ from the golden tree; run `make golden` if intended"
+    assert sorted(actual) == sorted(expected), (
+        "files differ from the golden tree; run `make golden` if intended"
+    )
     for file in sorted(actual):
         if actual[file] != expected[file]:
-            diff = "\n".join(list(difflib.unified_diff(
-                expected[file].decode(errors="replace").splitlines(), actual[file].decode(errors="replace").splitlines(),
-                f"golden/{name}/{file}", f"generated/{name}/{file}", lineterm=""))[:40])
-            pytest.fail(f"{name}/{file} differs from its golden copy (run `make golden` if intended):\n{diff}")
+            diff = "\n".join(
+                list(
+                    difflib.unified_diff(
+                        expected[file].decode(errors="replace").splitlines(),
+                        actual[file].decode(errors="replace").splitlines(),
+                        f"golden/{name}/{file}",
+                        f"generated/{name}/{file}",
+                        lineterm="",
+                    )
+                )[:40]
+            )
+            pytest.fail(
+                f"{name}/{file} differs from its golden copy (run `make golden` if intended):\n{diff}"
+            )
 
 
 def test_every_check_py_is_the_joined_checker_with_its_data():

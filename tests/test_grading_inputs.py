@@ -33,29 +33,54 @@ def kernel(lesson, fill: str) -> str:
 
 # ---- CSV injection ----------------------------------------------------------------------------
 
+
 def test_a_cell_a_spreadsheet_would_run_gets_a_leading_quote():
     for formula in FORMULAS:
         assert spreadsheet_safe(formula) == "'" + formula
     for text in ("s001", "Wang Fang", "a@x.edu", "", "2+3", "'=x"):
         assert spreadsheet_safe(text) == text
-    assert spreadsheet_safe(-2) == -2 and spreadsheet_safe(1.5) == 1.5   # numbers we computed stay numbers
+    assert (
+        spreadsheet_safe(-2) == -2 and spreadsheet_safe(1.5) == 1.5
+    )  # numbers we computed stay numbers
 
 
 def test_grades_csv_rows_of_formula_ids_names_and_emails(lesson, tmp_path):
-    rows = [make_row(lesson, Student(formula, f"{formula} name", f"{formula}@x"), None, True, None, None, "en", "on")
-            for formula in FORMULAS]
-    text = csv_text(["student_id", "name", "email", "points_automatic"],
-                    [{k: v for k, v in record(lesson, row, "en", "on").items()
-                      if k in ("student_id", "name", "email", "points_automatic")} for row in rows])
+    rows = [
+        make_row(
+            lesson,
+            Student(formula, f"{formula} name", f"{formula}@x"),
+            None,
+            True,
+            None,
+            None,
+            "en",
+            "on",
+        )
+        for formula in FORMULAS
+    ]
+    text = csv_text(
+        ["student_id", "name", "email", "points_automatic"],
+        [
+            {
+                k: v
+                for k, v in record(lesson, row, "en", "on").items()
+                if k in ("student_id", "name", "email", "points_automatic")
+            }
+            for row in rows
+        ],
+    )
     table = list(csv.DictReader(io.StringIO(text)))
     assert [r["student_id"] for r in table] == ["'" + f for f in FORMULAS]
     assert all(r["name"].startswith("'") and r["email"].startswith("'") for r in table)
     assert all(r["points_automatic"] == "0" for r in table)
-    cells = [c for r in csv.reader(io.StringIO(text)) for c in r]   # what a spreadsheet reads in each cell
+    cells = [
+        c for r in csv.reader(io.StringIO(text)) for c in r
+    ]  # what a spreadsheet reads in each cell
     assert not [c for c in cells if c.startswith(("=", "+", "-", "@", "\t", "\r"))]
 
 
 # ---- zip bombs --------------------------------------------------------------------------------
+
 
 def bomb(megabytes: int, members: int = 1) -> bytes:
     """A zip of zeros that unpacks to `megabytes` MB (written in pieces: the test stays small)."""
@@ -83,7 +108,7 @@ def graded_alone(lesson, tmp_path, name: str, data: bytes):
 
 
 def test_a_zip_that_unpacks_to_200_mb_is_refused_from_its_directory(lesson, tmp_path):
-    data = bomb(200, members=20)   # 10 MiB each: every member alone is small enough to read
+    data = bomb(200, members=20)  # 10 MiB each: every member alone is small enough to read
     assert len(data) < 2 << 20
     found, seconds, peak = graded_alone(lesson, tmp_path, "bob.zip", data)
     assert found["bob"].problem[0] in ("zip_too_large", "zip_ratio"), found["bob"].problem
@@ -101,14 +126,18 @@ def test_the_compression_ratio_refuses_a_bomb_below_the_total(lesson, tmp_path):
 def test_nested_zips_count_towards_one_total(lesson, tmp_path, monkeypatch):
     """Each zip alone within the limits, together past the total: the inner one is not opened."""
     import generator.grade.collect as collect_module
-    monkeypatch.setattr(collect_module, "MAX_RATIO", 10 ** 6)   # the total alone decides here
+
+    monkeypatch.setattr(collect_module, "MAX_RATIO", 10**6)  # the total alone decides here
     inner = bomb(MAX_UNPACKED_MIB - 10, members=9)
     outer = io.BytesIO()
     with zipfile.ZipFile(outer, "w", zipfile.ZIP_STORED) as archive:
-        archive.writestr("padding.bin", bytes(15 << 20))   # 15 MiB, counted first
+        archive.writestr("padding.bin", bytes(15 << 20))  # 15 MiB, counted first
         archive.writestr("inner.zip", inner)
     found, _, _ = graded_alone(lesson, tmp_path, "bob.zip", outer.getvalue())
-    assert found["bob"].problem == ("zip_too_large", {"file": "bob.zip/inner.zip", "limit": MAX_UNPACKED_MIB})
+    assert found["bob"].problem == (
+        "zip_too_large",
+        {"file": "bob.zip/inner.zip", "limit": MAX_UNPACKED_MIB},
+    )
 
 
 def test_a_member_that_unpacks_past_its_declared_size_is_refused(lesson, tmp_path):
@@ -118,9 +147,9 @@ def test_a_member_that_unpacks_past_its_declared_size_is_refused(lesson, tmp_pat
         archive.writestr("data.bin", bytes(2 << 20))
     data = bytearray(out.getvalue())
     size = (2 << 20).to_bytes(4, "little")
-    for at in range(len(data) - 4):   # the local header's and the central directory's sizes
-        if data[at:at + 4] == size:
-            data[at:at + 4] = (100).to_bytes(4, "little")
+    for at in range(len(data) - 4):  # the local header's and the central directory's sizes
+        if data[at : at + 4] == size:
+            data[at : at + 4] = (100).to_bytes(4, "little")
     found, _, peak = graded_alone(lesson, tmp_path, "bob.zip", bytes(data))
     assert found["bob"].problem[0] == "unreadable_zip", found["bob"].problem
     assert peak < 16 << 20

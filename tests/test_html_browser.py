@@ -22,7 +22,14 @@ import pytest
 
 from generator.render.html import MERMAID_FILE, lesson_html
 from tests import firefox
-from tests.chromium import missing, new_driver, requests_sent, screenshot, set_offline, wait_for_figures
+from tests.chromium import (
+    missing,
+    new_driver,
+    requests_sent,
+    screenshot,
+    set_offline,
+    wait_for_figures,
+)
 from tests.golden_update import golden_names
 from tests.test_html import BENCH, ENV, LABELS, LESSON, _formulas
 
@@ -31,7 +38,7 @@ REPO = Path(__file__).resolve().parent.parent
 SHOTS = REPO / "build" / "screenshots"
 
 
-PACKS = golden_names()   # every lesson pack (tests/test_golden.py holds them to the content)
+PACKS = golden_names()  # every lesson pack (tests/test_golden.py holds them to the content)
 FIRST_LESSON = PACKS[0].split("-")[0]
 # A lesson's figures and formulas are the same in both editions (tests/test_html.py checks each
 # page's HTML, formulas and figure sources without a browser, and that both editions draw the same
@@ -39,10 +46,17 @@ FIRST_LESSON = PACKS[0].split("-")[0]
 # language, with the network switched off (every page is checked to send no request).
 # Dark and print come from the page template, the same for every pack: the first lesson's answer
 # page in the first language goes through them. COURSEPACK_SCREENSHOTS=1 loads every page, in each.
-OFFLINE_PAGES = {[name for name in PACKS if name.startswith(FIRST_LESSON) and name.endswith("-exercise")][-1]}
-SCHEME_PAGES = {[name for name in PACKS if name.startswith(FIRST_LESSON) and name.endswith("-answer")][0]}
-LOADED = PACKS if os.environ.get("COURSEPACK_SCREENSHOTS") == "1" else [
-    name for name in PACKS if name.endswith("-answer") or name in OFFLINE_PAGES]
+OFFLINE_PAGES = {
+    [name for name in PACKS if name.startswith(FIRST_LESSON) and name.endswith("-exercise")][-1]
+}
+SCHEME_PAGES = {
+    [name for name in PACKS if name.startswith(FIRST_LESSON) and name.endswith("-answer")][0]
+}
+LOADED = (
+    PACKS
+    if os.environ.get("COURSEPACK_SCREENSHOTS") == "1"
+    else [name for name in PACKS if name.endswith("-answer") or name in OFFLINE_PAGES]
+)
 LABEL = re.compile(r'\["([^"]+)"\]')
 
 
@@ -70,7 +84,7 @@ def firefox_browser():
 
 
 def _load(driver, page: Path) -> tuple[str, list[str]]:
-    requests_sent(driver)   # forget what came before
+    requests_sent(driver)  # forget what came before
     driver.get_log("browser")
     driver.get(page.as_uri())
     return wait_for_figures(driver), requests_sent(driver)
@@ -80,18 +94,25 @@ def _left_the_page(urls: list[str], page: Path) -> list[str]:
     """Requests to anything but the page itself, data: and, for a course bundle's page, the
     bundle's one mermaid (MERMAID_FILE beside the lesson folders)."""
     shared = (page.parent.parent / MERMAID_FILE).as_uri()
-    return [url for url in urls if url not in (page.as_uri(), shared) and not url.startswith("data:")]
+    return [
+        url for url in urls if url not in (page.as_uri(), shared) and not url.startswith("data:")
+    ]
 
 
 def _figures_and_formulas(browser, markdown: str) -> int:
     """Every formula is MathML and no $ is left as text; every figure is an SVG with its labels.
     Returns the number of figures. (The same in Chromium and Firefox: their execute_script agree.)"""
-    assert browser.execute_script("return document.querySelectorAll('main math').length") == _formulas(markdown) > 0
+    assert (
+        browser.execute_script("return document.querySelectorAll('main math').length")
+        == _formulas(markdown)
+        > 0
+    )
     assert _dollar_text(browser) == []
     sources = re.findall(r"```mermaid\n(.*?)```", markdown, re.S)
     figures = browser.execute_script(
         "return [...document.querySelectorAll('pre.mermaid')].map(p => { const s = p.querySelector('svg');"
-        " return s ? s.textContent : null; })")
+        " return s ? s.textContent : null; })"
+    )
     assert len(figures) == len(sources) > 0
     for source, text in zip(sources, figures):
         assert text is not None, "a figure was not drawn"
@@ -141,8 +162,13 @@ def _schemes(driver, page: Path, name: str) -> None:
 
 
 def _emulate(driver, media: str, dark: bool) -> None:
-    driver.execute_cdp_cmd("Emulation.setEmulatedMedia", {
-        "media": media, "features": [{"name": "prefers-color-scheme", "value": "dark" if dark else "light"}]})
+    driver.execute_cdp_cmd(
+        "Emulation.setEmulatedMedia",
+        {
+            "media": media,
+            "features": [{"name": "prefers-color-scheme", "value": "dark" if dark else "light"}],
+        },
+    )
 
 
 @pytest.mark.parametrize("name", LOADED)
@@ -157,12 +183,18 @@ def test_page_renders_offline_ready(browser, packs, name):
     finally:
         set_offline(browser, False)
     assert state == "done", f"figures: {state}; console: {_severe(browser)}"
-    assert browser.execute_script("return document.documentElement.lang") == name.split("-", 1)[1].rsplit("-", 1)[0]
+    assert (
+        browser.execute_script("return document.documentElement.lang")
+        == name.split("-", 1)[1].rsplit("-", 1)[0]
+    )
     assert browser.execute_script("return document.title") == markdown.splitlines()[0].lstrip("# ")
 
     _figures_and_formulas(browser, markdown)
     assert browser.execute_script("return document.querySelector('blockquote.callout') !== null")
-    assert browser.execute_script("return document.querySelectorAll('pre.highlight span.k').length") > 0
+    assert (
+        browser.execute_script("return document.querySelectorAll('pre.highlight span.k').length")
+        > 0
+    )
     assert _severe(browser) == []
     assert _left_the_page(urls, page) == []
     if name in SCHEME_PAGES or os.environ.get("COURSEPACK_SCREENSHOTS") == "1":
@@ -171,19 +203,29 @@ def test_page_renders_offline_ready(browser, packs, name):
 
 def test_measured_charts_and_hints_in_the_browser(browser, tmp_path):
     """A page with the bench's charts and three hint levels (as the template writes them)."""
-    hints = "".join(f"<details>\n<summary>Level {n}</summary>\n\nHint {n}.\n\n</details>\n\n" for n in (1, 2, 3))
-    markdown = (LESSON.replace("## Navigation", "## More hints\n\n" + hints + "## Navigation")
-                + "\n## Measured\n\n**ReLU over BLOCK sizes**\n\n| | ms |\n|---|---|\n| copy | 0.506 |\n")
+    hints = "".join(
+        f"<details>\n<summary>Level {n}</summary>\n\nHint {n}.\n\n</details>\n\n" for n in (1, 2, 3)
+    )
+    markdown = (
+        LESSON.replace("## Navigation", "## More hints\n\n" + hints + "## Navigation")
+        + "\n## Measured\n\n**ReLU over BLOCK sizes**\n\n| | ms |\n|---|---|\n| copy | 0.506 |\n"
+    )
     page = tmp_path / "lesson.html"
-    page.write_bytes(lesson_html(markdown, lang="en", title="charts", env=ENV, bench=BENCH, labels=LABELS))
+    page.write_bytes(
+        lesson_html(markdown, lang="en", title="charts", env=ENV, bench=BENCH, labels=LABELS)
+    )
     state, urls = _load(browser, page)
     assert state == "done" and _left_the_page(urls, page) == [] and _severe(browser) == []
-    charts = browser.execute_script("return [...document.querySelectorAll('figure.chart svg')].map(s => s.textContent)")
+    charts = browser.execute_script(
+        "return [...document.querySelectorAll('figure.chart svg')].map(s => s.textContent)"
+    )
     assert len(charts) == 2 and all("NVIDIA H200" in text for text in charts)
     # hints: one level at a time, each opened on purpose
     shown = "return [...document.querySelectorAll('section:has(#more-hints) details')].map(d => d.checkVisibility())"
     assert browser.execute_script(shown) == [True, False, False]
-    browser.execute_script("document.querySelector('section:has(#more-hints) details summary').click()")
+    browser.execute_script(
+        "document.querySelector('section:has(#more-hints) details summary').click()"
+    )
     assert browser.execute_script(shown) == [True, True, False]
     if os.environ.get("COURSEPACK_SCREENSHOTS") == "1":
         screenshot(browser, SHOTS / "charts-light.png")
@@ -198,14 +240,18 @@ def _middle_page(root: Path) -> Path:
 
 def _bundles(packs) -> list[str]:
     """The course bundles (not the lesson packs, not the Quarto projects)."""
-    return [name for name in packs if not name.startswith("lesson") and not name.endswith("-quarto")]
+    return [
+        name for name in packs if not name.startswith("lesson") and not name.endswith("-quarto")
+    ]
 
 
 def _two_bundles(packs) -> list[str]:
     """The first exercise bundle and the last answer bundle (two editions, two languages)."""
     bundles = _bundles(packs)
-    return [next(name for name in bundles if name.endswith("-exercise")),
-            [name for name in bundles if name.endswith("-answer")][-1]]
+    return [
+        next(name for name in bundles if name.endswith("-exercise")),
+        [name for name in bundles if name.endswith("-answer")][-1],
+    ]
 
 
 def test_course_bundle_pages_link_to_each_other(browser, packs):
@@ -228,22 +274,33 @@ def test_course_bundle_pages_link_to_each_other(browser, packs):
             assert _left_the_page(urls, page) == [] and _severe(browser) == []
             links = browser.execute_script(
                 "return [...document.querySelectorAll('main a[href]')].map(a => a.getAttribute('href'))"
-                ".filter(h => !/^[a-z]+:/.test(h) && (h.endsWith('.html') || h.includes('.html#') || h.endsWith('.md')))")
+                ".filter(h => !/^[a-z]+:/.test(h) && (h.endsWith('.html') || h.includes('.html#') || h.endsWith('.md')))"
+            )
             assert not [link for link in links if ".md" in link], (page, links)
             for link in links:
                 assert (page.parent / link.split("#")[0]).resolve().is_file(), (page, link)
             assert browser.execute_script("return document.documentElement.lang") in name
         if page != middle:
             continue
-        at = lesson_pages.index(middle)   # the middle lesson's page links to its neighbours, in order
-        neighbours = lesson_pages[max(at - 1, 0):at] + lesson_pages[at + 1:at + 2]
-        assert [(middle.parent / link).resolve() for link in links if link.startswith("../")] == neighbours, links
-        assert state == "done" and (root / MERMAID_FILE).as_uri() in urls   # drawn by the bundle's one copy
-        figures = _figures_and_formulas(browser, (middle.parent / "lesson.md").read_text(encoding="utf-8"))
-        print(f"chromium {name}/{middle.parent.name}/lesson.html: figures {state} ({figures} drawn by "
-              f"../{MERMAID_FILE}), {browser.execute_script('return document.querySelectorAll(`main math`).length')} "
-              f"formulas, requests {[u.rsplit('/', 2)[-2] + '/' + u.rsplit('/', 1)[-1] for u in urls]}, "
-              f"console errors {_severe(browser)}{', offline' if name == two[0] else ''}")
+        at = lesson_pages.index(
+            middle
+        )  # the middle lesson's page links to its neighbours, in order
+        neighbours = lesson_pages[max(at - 1, 0) : at] + lesson_pages[at + 1 : at + 2]
+        assert [
+            (middle.parent / link).resolve() for link in links if link.startswith("../")
+        ] == neighbours, links
+        assert (
+            state == "done" and (root / MERMAID_FILE).as_uri() in urls
+        )  # drawn by the bundle's one copy
+        figures = _figures_and_formulas(
+            browser, (middle.parent / "lesson.md").read_text(encoding="utf-8")
+        )
+        print(
+            f"chromium {name}/{middle.parent.name}/lesson.html: figures {state} ({figures} drawn by "
+            f"../{MERMAID_FILE}), {browser.execute_script('return document.querySelectorAll(`main math`).length')} "
+            f"formulas, requests {[u.rsplit('/', 2)[-2] + '/' + u.rsplit('/', 1)[-1] for u in urls]}, "
+            f"console errors {_severe(browser)}{', offline' if name == two[0] else ''}"
+        )
     if os.environ.get("COURSEPACK_SCREENSHOTS") == "1":
         _load(browser, packs[bundles[-1]] / "index.html")
         screenshot(browser, SHOTS / f"{bundles[-1]}-index.png")
@@ -254,20 +311,36 @@ def test_firefox_draws_bundle_and_lesson_pages_from_files(firefox_browser, packs
     last answer bundle (mermaid shared, loaded from file:// under the page's policy) and the first
     single-lesson answer page (mermaid inlined): figures drawn with their labels, formulas as
     MathML, no console error, no request."""
-    pages = [_middle_page(packs[name]) for name in _two_bundles(packs)] + [packs[sorted(SCHEME_PAGES)[0]] / "lesson.html"]
+    pages = [_middle_page(packs[name]) for name in _two_bundles(packs)] + [
+        packs[sorted(SCHEME_PAGES)[0]] / "lesson.html"
+    ]
     for page in pages:
         firefox_browser.get(page.as_uri())
         state = wait_for_figures(firefox_browser)
         assert state == "done", (page, state, firefox_browser.console())
-        figures = _figures_and_formulas(firefox_browser, (page.parent / "lesson.md").read_text(encoding="utf-8"))
+        figures = _figures_and_formulas(
+            firefox_browser, (page.parent / "lesson.md").read_text(encoding="utf-8")
+        )
         errors, requests = firefox_browser.console(), firefox_browser.requests()
-        assert errors == [] and [url for url in requests if not url.startswith("data:")] == [], (page, errors, requests)
+        assert errors == [] and [url for url in requests if not url.startswith("data:")] == [], (
+            page,
+            errors,
+            requests,
+        )
         shared = page.parent.parent / MERMAID_FILE
         assert (f'src="../{MERMAID_FILE}"' in page.read_text(encoding="utf-8")) == shared.is_file()
-        where = f"{page.parent.parent.name}/{page.parent.name}" if shared.is_file() else page.parent.name
-        print(f"firefox {where}/lesson.html: figures {state} ({figures} drawn by "
-              f"{'../' + MERMAID_FILE if shared.is_file() else 'its inlined mermaid'}), "
-              f"{firefox_browser.execute_script('return document.querySelectorAll(`main math`).length')} formulas, "
-              f"network requests {[u for u in requests if not u.startswith('data:')]}, console errors {errors}")
+        where = (
+            f"{page.parent.parent.name}/{page.parent.name}"
+            if shared.is_file()
+            else page.parent.name
+        )
+        print(
+            f"firefox {where}/lesson.html: figures {state} ({figures} drawn by "
+            f"{'../' + MERMAID_FILE if shared.is_file() else 'its inlined mermaid'}), "
+            f"{firefox_browser.execute_script('return document.querySelectorAll(`main math`).length')} formulas, "
+            f"network requests {[u for u in requests if not u.startswith('data:')]}, console errors {errors}"
+        )
         if os.environ.get("COURSEPACK_SCREENSHOTS") == "1":
-            firefox_browser.screenshot(SHOTS / f"firefox-{page.parent.parent.name}-{page.parent.name}.png")
+            firefox_browser.screenshot(
+                SHOTS / f"firefox-{page.parent.parent.name}-{page.parent.name}.png"
+            )

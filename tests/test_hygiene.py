@@ -6,8 +6,12 @@ import re
 from tests.conftest import REPO
 
 LINK = re.compile(r"\]\(([^)#\s]+)(?:#[^)]*)?\)")
-DOCS = ("README.md", "BENCHMARKS.md", "TRANSLATING.md", *sorted(p.relative_to(REPO).as_posix()
-                                                                for p in (REPO / "docs").rglob("*.md")))
+DOCS = (
+    "README.md",
+    "BENCHMARKS.md",
+    "TRANSLATING.md",
+    *sorted(p.relative_to(REPO).as_posix() for p in (REPO / "docs").rglob("*.md")),
+)
 
 
 def test_measurement_logs_are_exactly_those_benchmarks_cites():
@@ -18,15 +22,22 @@ def test_measurement_logs_are_exactly_those_benchmarks_cites():
         for target in LINK.findall(doc.read_text(encoding="utf-8")):
             if "://" not in target:
                 cited.add((doc.parent / target).resolve().relative_to(REPO.resolve()).as_posix())
-    kept = {p.relative_to(REPO).as_posix() for p in (REPO / "docs" / "measurements").iterdir() if p.suffix != ".md"}
+    kept = {
+        p.relative_to(REPO).as_posix()
+        for p in (REPO / "docs" / "measurements").iterdir()
+        if p.suffix != ".md"
+    }
     assert kept <= cited, sorted(kept - cited)
     assert not (REPO / "docs" / "runs").exists()
 
 
 def test_local_links_resolve():
-    broken = [f"{doc}: {target}" for doc in DOCS
-              for target in LINK.findall((REPO / doc).read_text(encoding="utf-8"))
-              if "://" not in target and not ((REPO / doc).parent / target).exists()]
+    broken = [
+        f"{doc}: {target}"
+        for doc in DOCS
+        for target in LINK.findall((REPO / doc).read_text(encoding="utf-8"))
+        if "://" not in target and not ((REPO / doc).parent / target).exists()
+    ]
     assert broken == []
 
 
@@ -36,7 +47,10 @@ def test_the_readme_stays_short():
 
 
 def test_scripts_use_no_fixed_tmp_paths():
-    fixed = [f"{p.name}: {line.strip()}" for p in (REPO / "scripts").glob("*.sh")
-             for line in p.read_text(encoding="utf-8").splitlines()
-             if re.search(r"(?<![\w}])/tmp/", line) and not line.lstrip().startswith("#")]
+    fixed = [
+        f"{p.name}: {line.strip()}"
+        for p in (REPO / "scripts").glob("*.sh")
+        for line in p.read_text(encoding="utf-8").splitlines()
+        if re.search(r"(?<![\w}])/tmp/", line) and not line.lstrip().startswith("#")
+    ]
     assert fixed == []

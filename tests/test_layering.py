@@ -15,7 +15,10 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 PACKAGE = REPO / "generator"
-SKIPPED = ("vendor", "skeleton/content")     # vendored files and a new lesson's skeleton, not code of ours
+SKIPPED = (
+    "vendor",
+    "skeleton/content",
+)  # vendored files and a new lesson's skeleton, not code of ours
 
 # The direction, top to bottom: cli -> pipeline | grade -> release -> gate -> render -> content ->
 # files -> errors; gate and grade may use runners, which import only files and errors. checker/ is
@@ -35,8 +38,20 @@ BELOW = {
     "grade": {"review", "gate", "render", "content", "files", "errors", "checker", "runners"},
     "review": {"grade", "render", "content", "files", "errors"},
     "skeleton": {"files", "errors"},
-    "cli": {"pipeline", "grade", "review", "release", "gate", "render", "content", "files", "errors",
-            "runners", "skeleton", "checker"},
+    "cli": {
+        "pipeline",
+        "grade",
+        "review",
+        "release",
+        "gate",
+        "render",
+        "content",
+        "files",
+        "errors",
+        "runners",
+        "skeleton",
+        "checker",
+    },
     "__main__": {"cli"},
     "__init__": set(),
 }
@@ -73,7 +88,9 @@ def imports(module: str, path: Path, known: dict[str, Path]) -> list[tuple[int, 
     found = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
-            found += [(node.lineno, a.name, []) for a in node.names if a.name.split(".")[0] == "generator"]
+            found += [
+                (node.lineno, a.name, []) for a in node.names if a.name.split(".")[0] == "generator"
+            ]
         elif isinstance(node, ast.ImportFrom):
             target = node.module or ""
             if node.level:
@@ -84,7 +101,7 @@ def imports(module: str, path: Path, known: dict[str, Path]) -> list[tuple[int, 
                 continue
             names = [a.name for a in node.names]
             submodules = [n for n in names if f"{target}.{n}" in known]
-            if submodules:      # `from generator.files import memo`: the submodule is what is used
+            if submodules:  # `from generator.files import memo`: the submodule is what is used
                 found += [(node.lineno, f"{target}.{n}", []) for n in submodules]
                 names = [n for n in names if n not in submodules]
                 if not names:
@@ -148,8 +165,10 @@ def upward(known, edges, where) -> list[str]:
             if a not in BELOW:
                 found.append(f"{where[module, target]}: {module} is in no known folder ({a}/)")
             elif b not in BELOW[a]:
-                found.append(f"{where[module, target]}: {module} ({a}/) imports {target} ({b}/), "
-                             f"against the direction ({a}/ may use {', '.join(sorted(BELOW[a])) or 'nothing'})")
+                found.append(
+                    f"{where[module, target]}: {module} ({a}/) imports {target} ({b}/), "
+                    f"against the direction ({a}/ may use {', '.join(sorted(BELOW[a])) or 'nothing'})"
+                )
     return found
 
 
@@ -157,7 +176,10 @@ def folder_edges(edges) -> dict[str, set[str]]:
     out: dict[str, set[str]] = defaultdict(set)
     for module, targets in edges.items():
         for target in targets:
-            if folder(module) != folder(target) and frozenset({folder(module), folder(target)}) not in SIBLINGS:
+            if (
+                folder(module) != folder(target)
+                and frozenset({folder(module), folder(target)}) not in SIBLINGS
+            ):
                 out[folder(module)].add(folder(target))
     return out
 
@@ -167,8 +189,13 @@ def private_imports() -> list[str]:
     known = modules()
     files = [p for p in known.values()]
     for top in ("tests", "scripts", "bench", "examples"):
-        files += sorted(p for p in (REPO / top).rglob("*.py") if "__pycache__" not in p.parts
-                        and "adversarial" not in p.parts and "golden" not in p.parts)
+        files += sorted(
+            p
+            for p in (REPO / top).rglob("*.py")
+            if "__pycache__" not in p.parts
+            and "adversarial" not in p.parts
+            and "golden" not in p.parts
+        )
     module_of = {p: m for m, p in known.items()}
     found = []
     for path in files:
@@ -176,7 +203,9 @@ def private_imports() -> list[str]:
         for line, target, names in imports(module, path, known):
             hidden = [n for n in names if n.startswith("_") and not n.startswith("__")]
             if hidden and target != module:
-                found.append(f"{path.relative_to(REPO)}:{line}: from {target} import {', '.join(hidden)}")
+                found.append(
+                    f"{path.relative_to(REPO)}:{line}: from {target} import {', '.join(hidden)}"
+                )
     return found
 
 
@@ -188,22 +217,38 @@ def summary() -> str:
         inner = path.relative_to(path.parts[0]) if len(path.parts) > 1 else path
         by_folder[folder(module)].append(inner.with_suffix("").as_posix())
     lines = ["modules per folder:"]
-    lines += [f"  {name + '/':10} {len(ms):3}  {' '.join(sorted(ms))}" for name, ms in sorted(by_folder.items())]
+    lines += [
+        f"  {name + '/':10} {len(ms):3}  {' '.join(sorted(ms))}"
+        for name, ms in sorted(by_folder.items())
+    ]
     module_cycles = cycles(known, edges)
     folder_cycles = cycles(set(map(folder, known)), folder_edges(edges))
     ups = upward(known, edges, where)
     hidden = private_imports()
-    lines.append(f"module cycles: {len(module_cycles)}" + "".join(f"\n  {' <-> '.join(c)}" for c in module_cycles))
-    lines.append(f"folder cycles: {len(folder_cycles)}" + "".join(f"\n  {' <-> '.join(c)}" for c in folder_cycles))
+    lines.append(
+        f"module cycles: {len(module_cycles)}"
+        + "".join(f"\n  {' <-> '.join(c)}" for c in module_cycles)
+    )
+    lines.append(
+        f"folder cycles: {len(folder_cycles)}"
+        + "".join(f"\n  {' <-> '.join(c)}" for c in folder_cycles)
+    )
     lines.append(f"upward imports: {len(ups)}" + "".join(f"\n  {u}" for u in ups))
-    lines.append(f"private names imported across modules: {len(hidden)}" + "".join(f"\n  {h}" for h in hidden))
+    lines.append(
+        f"private names imported across modules: {len(hidden)}"
+        + "".join(f"\n  {h}" for h in hidden)
+    )
     return "\n".join(lines)
 
 
 def test_every_module_is_in_a_known_folder():
     known = modules()
-    unknown = sorted(f"generator/{p.relative_to(PACKAGE)}" for m, p in known.items() if folder(m) not in BELOW)
-    assert unknown == [], "modules outside the stage folders (add the folder to BELOW):\n" + "\n".join(unknown)
+    unknown = sorted(
+        f"generator/{p.relative_to(PACKAGE)}" for m, p in known.items() if folder(m) not in BELOW
+    )
+    assert unknown == [], (
+        "modules outside the stage folders (add the folder to BELOW):\n" + "\n".join(unknown)
+    )
 
 
 def test_no_cycles():
@@ -211,7 +256,12 @@ def test_no_cycles():
     found = cycles(known, edges)
     described = []
     for component in found:
-        inside = [where[a, b] + f": {a} -> {b}" for a in component for b in sorted(edges[a]) if b in component]
+        inside = [
+            where[a, b] + f": {a} -> {b}"
+            for a in component
+            for b in sorted(edges[a])
+            if b in component
+        ]
         described.append(" <-> ".join(component) + "\n    " + "\n    ".join(inside))
     assert found == [], "import cycles between modules:\n  " + "\n  ".join(described)
     folder_cycles = cycles(set(map(folder, known)), folder_edges(edges))
@@ -226,26 +276,37 @@ def test_imports_go_one_way():
 
 def test_nothing_outside_the_checker_imports_its_untrusted_side_or_its_jobs():
     known, edges, where = graph()
-    found = [f"{where[module, target]}: {module} imports {target}" for module in sorted(edges)
-             for target in sorted(edges[module]) if folder(module) != "checker"
-             and target.startswith(("generator.checker.untrusted", "generator.checker.jobs"))]
-    assert found == [], "the untrusted side and the job scripts are check.py's own:\n  " + "\n  ".join(found)
+    found = [
+        f"{where[module, target]}: {module} imports {target}"
+        for module in sorted(edges)
+        for target in sorted(edges[module])
+        if folder(module) != "checker"
+        and target.startswith(("generator.checker.untrusted", "generator.checker.jobs"))
+    ]
+    assert found == [], (
+        "the untrusted side and the job scripts are check.py's own:\n  " + "\n  ".join(found)
+    )
 
 
 def test_no_private_names_imported_across_modules():
     found = private_imports()
-    assert found == [], "private names imported across modules (make them public or test through " \
-                        "public ones):\n  " + "\n  ".join(found)
+    assert found == [], (
+        "private names imported across modules (make them public or test through "
+        "public ones):\n  " + "\n  ".join(found)
+    )
 
 
 def test_the_pass_finds_a_cycle_and_an_upward_import():
     edges = {"generator.files.a": {"generator.gate.b"}, "generator.gate.b": {"generator.files.a"}}
-    where = {("generator.files.a", "generator.gate.b"): "generator/files/a.py:3",
-             ("generator.gate.b", "generator.files.a"): "generator/gate/b.py:4"}
+    where = {
+        ("generator.files.a", "generator.gate.b"): "generator/files/a.py:3",
+        ("generator.gate.b", "generator.files.a"): "generator/gate/b.py:4",
+    }
     assert cycles(set(edges), edges) == [["generator.files.a", "generator.gate.b"]]
     assert upward(set(edges), edges, where) == [
         "generator/files/a.py:3: generator.files.a (files/) imports generator.gate.b (gate/), against "
-        "the direction (files/ may use errors)"]
+        "the direction (files/ may use errors)"
+    ]
 
 
 def test_print_the_layers(capsys):

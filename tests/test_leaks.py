@@ -19,7 +19,9 @@ REPO = Path(__file__).resolve().parent.parent
 def setup():
     content = load_content(REPO / "content")
     lesson = content.lessons["lesson03_relu"]
-    pack = render_all(content, BuildOptions(locales=("en",)))[("lesson03_relu", "en")]["exercise"][1]
+    pack = render_all(content, BuildOptions(locales=("en",)))[("lesson03_relu", "en")]["exercise"][
+        1
+    ]
     return lesson, pack, fingerprints(lesson, "en")
 
 
@@ -47,8 +49,18 @@ def _notebook_with(pack, where: str, secret: str) -> bytes:
     return json.dumps(nb).encode()
 
 
-@pytest.mark.parametrize("place", ["lesson.md", "relu.py comment", "check.py", "notebook metadata",
-                                   "notebook output", "notebook attachment", "reformatted"])
+@pytest.mark.parametrize(
+    "place",
+    [
+        "lesson.md",
+        "relu.py comment",
+        "check.py",
+        "notebook metadata",
+        "notebook output",
+        "notebook attachment",
+        "reformatted",
+    ],
+)
 def test_planted_leaks_in_files(setup, place):
     lesson, pack, prints = setup
     answer = lesson.texts["en"].questions["q2"].answer
@@ -90,6 +102,7 @@ def test_a_leak_only_in_the_course_bundle_is_found_and_nothing_is_released(conte
     from generator.pipeline.build import build
     from generator.gate.leaks import LeakError
     from tests.conftest import options_for
+
     options = options_for(content_copy, verify=False, locales=("en",))
     build(options, progress=lambda _: None)
     before = {p.name: p.read_bytes() for p in (options.out / "dist").iterdir()}
@@ -97,14 +110,26 @@ def test_a_leak_only_in_the_course_bundle_is_found_and_nothing_is_released(conte
     text = template.read_text(encoding="utf-8")
     marker = "{% for link in nav %}"
     assert text.count(marker) == 1
-    template.write_text(text.replace(marker, "{% if nav | selectattr('href') | list %}\n{{ text.solution_note }}\n"
-                                             "{% endif %}\n" + marker), encoding="utf-8")
+    template.write_text(
+        text.replace(
+            marker,
+            "{% if nav | selectattr('href') | list %}\n{{ text.solution_note }}\n"
+            "{% endif %}\n" + marker,
+        ),
+        encoding="utf-8",
+    )
     with pytest.raises(LeakError) as caught:
         build(options, progress=lambda _: None)
-    lines = [line for line in str(caught.value).splitlines() if "contains answer-only material" in line]
-    assert lines and all(line.startswith("triton_course-en-exercise.zip/triton_course-en-exercise/lesson0")
-                         for line in lines), str(caught.value)
-    assert {line.split("/")[2] for line in lines} == {lesson.spec.id for lesson in load_content(content_copy / "content").published}
+    lines = [
+        line for line in str(caught.value).splitlines() if "contains answer-only material" in line
+    ]
+    assert lines and all(
+        line.startswith("triton_course-en-exercise.zip/triton_course-en-exercise/lesson0")
+        for line in lines
+    ), str(caught.value)
+    assert {line.split("/")[2] for line in lines} == {
+        lesson.spec.id for lesson in load_content(content_copy / "content").published
+    }
     assert {p.name: p.read_bytes() for p in (options.out / "dist").iterdir()} == before
     assert not (options.out / "dist.new").exists()
 
@@ -115,19 +140,38 @@ def test_many_fingerprints_find_what_a_plain_search_finds():
     import random
     import string
     from generator.gate.leaks import MANY_PRINTS, Fingerprint
+
     rng = random.Random(3)
     text = "".join(rng.choice(string.ascii_lowercase) for _ in range(50_000))
-    prints = [Fingerprint(f"p{i}", "".join(rng.choice(string.ascii_lowercase) for _ in range(16)))
-              for i in range(MANY_PRINTS + 500)]
+    prints = [
+        Fingerprint(f"p{i}", "".join(rng.choice(string.ascii_lowercase) for _ in range(16)))
+        for i in range(MANY_PRINTS + 500)
+    ]
     assert scan_files({"index.md": text.encode()}, prints, "b") == []
-    planted = prints[:1000] + [Fingerprint("late", text[40_000:40_020]), Fingerprint("short", text[7:12])]
-    planted = prints[1000:] + planted + [Fingerprint("first", text[100:130])]   # order decides which is named
-    assert scan_files({"index.md": text.encode()}, planted, "b") == ["b/index.md: contains answer-only material from late"]
+    planted = prints[:1000] + [
+        Fingerprint("late", text[40_000:40_020]),
+        Fingerprint("short", text[7:12]),
+    ]
+    planted = (
+        prints[1000:] + planted + [Fingerprint("first", text[100:130])]
+    )  # order decides which is named
+    assert scan_files({"index.md": text.encode()}, planted, "b") == [
+        "b/index.md: contains answer-only material from late"
+    ]
 
 
 def test_normalising_line_by_line_is_normalising_the_whole():
     from generator.gate.leaks import normalise, normalise_lines
-    texts = ["ΣΑΣ\nΣ", "a\r\nb", "Ǆ\u0301\nx", "ﬁ\nİ\n\u0345x", "e\n\u0301", "x \t\n\u3000y", "ＡＢＣ “q” **b**\n# h"]
+
+    texts = [
+        "ΣΑΣ\nΣ",
+        "a\r\nb",
+        "Ǆ\u0301\nx",
+        "ﬁ\nİ\n\u0345x",
+        "e\n\u0301",
+        "x \t\n\u3000y",
+        "ＡＢＣ “q” **b**\n# h",
+    ]
     for text in texts + [text * 2 for text in texts]:
         assert normalise_lines(text) == normalise(text), repr(text)
 
@@ -137,12 +181,14 @@ def test_ascii_text_is_normalised_as_any_text():
     import random
     import unicodedata
     from generator.gate.leaks import IGNORED, normalise
+
     def slow(text):
         return IGNORED.sub("", unicodedata.normalize("NFKC", text).lower())
+
     for code in range(128):
         assert normalise(chr(code) * 2 + "aB") == slow(chr(code) * 2 + "aB"), code
     rng = random.Random(2)
     for _ in range(200):
         text = "".join(chr(rng.randrange(128)) for _ in range(rng.randrange(40)))
         assert normalise(text) == slow(text)
-    assert normalise("Ａ “x” É") == slow("Ａ “x” É")   # not ASCII: the expression
+    assert normalise("Ａ “x” É") == slow("Ａ “x” É")  # not ASCII: the expression

@@ -1,6 +1,7 @@
 """Lesson 7 (cross-entropy forward): its reference keeps PyTorch's semantics, and its classify
 names each declared mistake's reason from that mistake's values alone (pure torch, no Triton:
 verification proves the same through the packs)."""
+
 import importlib.util
 from pathlib import Path
 
@@ -10,7 +11,7 @@ torch = pytest.importorskip("torch")
 F = torch.nn.functional
 
 LESSON = Path(__file__).resolve().parent.parent / "content" / "lessons" / "lesson07_cross_entropy"
-CHUNK = 8192   # the kernel's longest chunk (reference.MAX_BLOCK)
+CHUNK = 8192  # the kernel's longest chunk (reference.MAX_BLOCK)
 
 
 @pytest.fixture(scope="module")
@@ -27,7 +28,7 @@ def inputs(v=300):
     t = torch.randint(0, v, (12,), generator=gen)
     t[3] = t[7] = -100
     if v > CHUNK:
-        x[:, -1] = 5.0                # each row's maximum rises in its last chunk
+        x[:, -1] = 5.0  # each row's maximum rises in its last chunk
     return x, t
 
 
@@ -40,19 +41,33 @@ def test_reference_is_pytorchs_cross_entropy_and_logsumexp(ref):
     loss, lse = ref.reference(x, t)
     assert loss.dtype == lse.dtype == torch.float32
     assert torch.equal(lse, torch.logsumexp(x.double(), dim=1).float())
-    assert loss[0] == pytest.approx(0.40760596) and torch.isnan(loss[1]) and loss[2] == inf and loss[3] == 0
+    assert (
+        loss[0] == pytest.approx(0.40760596)
+        and torch.isnan(loss[1])
+        and loss[2] == inf
+        and loss[3] == 0
+    )
     empty_loss, empty_lse = ref.reference(torch.empty(0, 5), torch.empty(0, dtype=torch.long))
     assert empty_loss.shape == empty_lse.shape == (0,)
 
 
-@pytest.mark.parametrize("reason,v", [("no_rescale", 9000), ("padding_counted", 300), ("ignored_counted", 300),
-                                      ("target_misread", 300), ("loss_negated", 300), ("target_not_subtracted", 300),
-                                      ("not_shifted", 300)])
+@pytest.mark.parametrize(
+    "reason,v",
+    [
+        ("no_rescale", 9000),
+        ("padding_counted", 300),
+        ("ignored_counted", 300),
+        ("target_misread", 300),
+        ("loss_negated", 300),
+        ("target_not_subtracted", 300),
+        ("not_shifted", 300),
+    ],
+)
 def test_classify_names_the_mistake_whose_values_the_output_holds(ref, reason, v):
     x, t = inputs(v)
     loss, lse = (v.double() for v in ref.reference(x, t))
     hypotheses = dict(ref._hypotheses(x, t, loss, "loss", {}))
-    got = hypotheses[reason][0].float().double()   # as a float32 kernel stores it
+    got = hypotheses[reason][0].float().double()  # as a float32 kernel stores it
     named = ref.classify({"logits": x, "target": t.double()}, loss, got, got != loss, output="loss")
     assert named == reason
 
@@ -60,8 +75,11 @@ def test_classify_names_the_mistake_whose_values_the_output_holds(ref, reason, v
 def test_a_wrong_value_no_mistake_computes_gets_no_reason(ref):
     x, t = inputs()
     loss, _ = (v.double() for v in ref.reference(x, t))
-    got = loss + 0.01                 # off by a constant: no declared mistake does that
-    assert ref.classify({"logits": x, "target": t.double()}, loss, got, got != loss, output="loss") is None
+    got = loss + 0.01  # off by a constant: no declared mistake does that
+    assert (
+        ref.classify({"logits": x, "target": t.double()}, loss, got, got != loss, output="loss")
+        is None
+    )
 
 
 def test_a_single_class_names_no_mistake(ref):
@@ -70,4 +88,7 @@ def test_a_single_class_names_no_mistake(ref):
     t = torch.zeros(10, dtype=torch.long)
     loss, lse = (v.double() for v in ref.reference(x, t))
     got = lse.clone()
-    assert ref.classify({"logits": x, "target": t.double()}, loss, got, got != loss, output="loss") == "wrong_value"
+    assert (
+        ref.classify({"logits": x, "target": t.double()}, loss, got, got != loss, output="loss")
+        == "wrong_value"
+    )

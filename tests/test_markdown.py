@@ -30,10 +30,19 @@ check()
 def test_split_gives_notebook_cells_and_lesson_md_from_one_parse():
     lesson_md, cells = split_cells(DOC)
     roles = [(c.kind, c.role) for c in cells]
-    assert roles == [("markdown", ""), ("markdown", ""), ("code", "setup"), ("code", "exercise"),
-                     ("markdown", ""), ("code", "check"), ("markdown", "")]
+    assert roles == [
+        ("markdown", ""),
+        ("markdown", ""),
+        ("code", "setup"),
+        ("code", "exercise"),
+        ("markdown", ""),
+        ("code", "check"),
+        ("markdown", ""),
+    ]
     assert cells[3].source == "def f():\n    return 1"
-    assert "nb-setup" not in lesson_md and "check()" not in lesson_md and "import os" not in lesson_md
+    assert (
+        "nb-setup" not in lesson_md and "check()" not in lesson_md and "import os" not in lesson_md
+    )
     assert "```python\ndef f():\n    return 1\n```" in lesson_md
 
 
@@ -89,15 +98,33 @@ A paragraph
 
 
 def _shape(tokens):
-    return [(t.type, t.tag, t.map, t.content, t.info, t.level, [(c.type, c.content) for c in t.children or []])
-            for t in tokens]
+    return [
+        (
+            t.type,
+            t.tag,
+            t.map,
+            t.content,
+            t.info,
+            t.level,
+            [(c.type, c.content) for c in t.children or []],
+        )
+        for t in tokens
+    ]
 
 
 def test_parsing_by_section_gives_the_tokens_of_the_whole():
     from generator.content.markdown import parser_for, heading_sections, parse
-    assert [first for first, _ in heading_sections(TRICKY)] == [0, 3, 8, 12, 29, 31]   # the fenced "# ..." lines and the indented heading are not cuts
+
+    assert [first for first, _ in heading_sections(TRICKY)] == [
+        0,
+        3,
+        8,
+        12,
+        29,
+        31,
+    ]  # the fenced "# ..." lines and the indented heading are not cuts
     assert _shape(parse(TRICKY)) == _shape(parser_for().parse(TRICKY))
-    assert _shape(parse(TRICKY)) == _shape(parse(TRICKY))   # served from the kept sections
+    assert _shape(parse(TRICKY)) == _shape(parse(TRICKY))  # served from the kept sections
     with_reference = TRICKY + "\n[link][ref]\n\n## later\n\n[ref]: https://example.org\n"
     assert _shape(parse(with_reference)) == _shape(parser_for().parse(with_reference))
     real = Path(__file__).resolve().parent / "golden"
@@ -122,14 +149,18 @@ A reference-looking [bracket] alone; [y](#edges) [z](#nowhere).
 
 def _real_documents():
     root = Path(__file__).resolve().parent
-    return [TRICKY, INLINE_EDGES, DOC] + [p.read_text(encoding="utf-8") for p in sorted(root.glob("golden/*/lesson.md"))] \
+    return (
+        [TRICKY, INLINE_EDGES, DOC]
+        + [p.read_text(encoding="utf-8") for p in sorted(root.glob("golden/*/lesson.md"))]
         + [p.read_text(encoding="utf-8") for p in sorted(root.glob("golden_quarto/*/*/lesson.qmd"))]
+    )
 
 
 def test_checking_the_blocks_finds_what_the_full_parse_finds():
     """check_markdown on parse_blocks (inline content parsed only where it can hold a problem)
     reports exactly what it reports on the full parse."""
     from generator.content.markdown import parse, parse_blocks
+
     for text in _real_documents():
         for files in (set(), {"lesson.md", "check.py", "missing.md"}):
             full = check_markdown(text, files, "x.md", parse(text))
@@ -145,18 +176,38 @@ def test_inline_content_without_a_trigger_has_nothing_to_check():
     """The premise of parse_blocks: an inline token whose content INLINE_PROBLEM does not match
     has no link, no image and no $ in its text, in the full parse."""
     from generator.content.markdown import INLINE_PROBLEM, parser_for
+
     for text in _real_documents():
         for token in parser_for().parse(text):
             if token.type == "inline" and not INLINE_PROBLEM.search(token.content):
-                assert not [c for c in token.children if c.type in ("link_open", "image")
-                            or c.type == "text" and "$" in c.content], token.content
+                assert not [
+                    c
+                    for c in token.children
+                    if c.type in ("link_open", "image") or c.type == "text" and "$" in c.content
+                ], token.content
 
 
 def test_a_moved_token_copies_every_field():
     from generator.content.markdown import TOKEN_FIELDS, moved_token
     from markdown_it.token import Token
-    token = Token("fence", "code", 0, attrs={"a": 1}, map=[2, 5], level=1, children=[], content="x\n", markup="```",
-                  info="python", meta={"m": 1}, block=True, hidden=True)
+
+    token = Token(
+        "fence",
+        "code",
+        0,
+        attrs={"a": 1},
+        map=[2, 5],
+        level=1,
+        children=[],
+        content="x\n",
+        markup="```",
+        info="python",
+        meta={"m": 1},
+        block=True,
+        hidden=True,
+    )
     moved = moved_token(token, 10)
     assert moved.map == [12, 15] and token.map == [2, 5]
-    assert all(getattr(moved, name) is getattr(token, name) for name in TOKEN_FIELDS if name != "map")
+    assert all(
+        getattr(moved, name) is getattr(token, name) for name in TOKEN_FIELDS if name != "map"
+    )

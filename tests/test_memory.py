@@ -20,20 +20,27 @@ def rt():
     module = types.ModuleType("cp_checker_memory")
     module.__file__ = str(join.HERE / "check.py")
     exec(compile(join.joined(), "check.py", "exec"), module.__dict__)
-    module.LESSON.update({
-        "inputs": [{"name": "x", "shape": ["N"]}], "poison": -1024.0, "lesson_reasons": [], "compare": {},
-        "messages": {}, "reference": "import torch\ndef reference(x):\n    return torch.relu(x)\n",
-    })
+    module.LESSON.update(
+        {
+            "inputs": [{"name": "x", "shape": ["N"]}],
+            "poison": -1024.0,
+            "lesson_reasons": [],
+            "compare": {},
+            "messages": {},
+            "reference": "import torch\ndef reference(x):\n    return torch.relu(x)\n",
+        }
+    )
     return module
 
 
 def shared(rt, n=300):
     import torch
+
     prepared = rt.PreparedCase(torch, {"id": "c", "group": "normal", "dims": {"N": n}}, False)
     layout = rt.lay_out(prepared.made, prepared.expected)
     region = rt.Region(torch, layout["nbytes"], "cpu")
     sent = rt.image(torch, prepared.made, prepared.expected, layout, "cpu")
-    region.tensor[:sent.numel()].copy_(sent)
+    region.tensor[: sent.numel()].copy_(sent)
     return torch, prepared, layout, region, sent
 
 
@@ -54,10 +61,13 @@ def test_the_layout_puts_each_storage_and_the_output_inside_guard_bands(rt):
     assert out["offset"] >= spec["offset"] + (300 + 2 * rt.GUARD) * 4 and out["shape"] == [300]
     words = sent.view(torch.float32)
     start = spec["offset"] // 4
-    assert torch.isnan(words[start - rt.GUARD:start]).all() and torch.isnan(words[start + 300:start + 300 + rt.GUARD]).all()
-    assert torch.equal(words[start:start + 300], prepared.made[0][1])
+    assert (
+        torch.isnan(words[start - rt.GUARD : start]).all()
+        and torch.isnan(words[start + 300 : start + 300 + rt.GUARD]).all()
+    )
+    assert torch.equal(words[start : start + 300], prepared.made[0][1])
     first = out["offset"] // 4
-    assert bool((words[first - rt.GUARD:first + 300 + rt.GUARD] == -1024.0).all())
+    assert bool((words[first - rt.GUARD : first + 300 + rt.GUARD] == -1024.0).all())
     region.close()
 
 
@@ -66,8 +76,14 @@ def test_an_honest_output_in_the_area_passes_and_leaves_the_input_alone(rt):
     (x,), (area,) = views(torch, rt, region, layout, prepared)
     out = area["base"].as_strided(area["shape"], (1,), area["start"])
     out.copy_(torch.relu(x))
-    report = entry({"output": {"dtype": "float32", "shape": [300]}, "guard": None, "at": layout["outputs"][0][0]["offset"],
-              "stride": [1]})
+    report = entry(
+        {
+            "output": {"dtype": "float32", "shape": [300]},
+            "guard": None,
+            "at": layout["outputs"][0][0]["offset"],
+            "stride": [1],
+        }
+    )
     result, modified = rt.read_back(torch, prepared, layout, sent, region, report, b"")
     assert result["status"] == "pass" and not modified
     region.close()
@@ -77,7 +93,13 @@ def test_an_output_computed_in_the_input_is_read_there_and_is_an_input_modified(
     torch, prepared, layout, region, sent = shared(rt)
     (x,), _ = views(torch, rt, region, layout, prepared)
     x.clamp_(min=0)
-    report = entry({"output": {"dtype": "float32", "shape": [300]}, "at": layout["inputs"][0]["offset"], "stride": [1]})
+    report = entry(
+        {
+            "output": {"dtype": "float32", "shape": [300]},
+            "at": layout["inputs"][0]["offset"],
+            "stride": [1],
+        }
+    )
     result, modified = rt.read_back(torch, prepared, layout, sent, region, report, b"")
     assert result["status"] == "pass" and modified
     region.close()
@@ -90,8 +112,14 @@ def test_a_write_past_the_areas_end_fails_whatever_tensor_comes_back(rt):
     spilled.copy_(torch.relu(torch.cat([x, x[:7]])))
     clone = torch.relu(x).clone()
     report = entry({"output": {"dtype": "float32", "shape": [300]}, "guard": None}, 1200)
-    result, _ = rt.read_back(torch, prepared, layout, sent, region, report, rt.tensor_bytes(torch, clone))
-    assert result["status"] == "fail" and result["reason"] == "wrote_past_end" and result["index"] == 300
+    result, _ = rt.read_back(
+        torch, prepared, layout, sent, region, report, rt.tensor_bytes(torch, clone)
+    )
+    assert (
+        result["status"] == "fail"
+        and result["reason"] == "wrote_past_end"
+        and result["index"] == 300
+    )
     region.close()
 
 
@@ -101,14 +129,18 @@ def test_bytes_from_elsewhere_do_not_outvote_a_wrong_area(rt):
     (x,), (area,) = views(torch, rt, region, layout, prepared)
     area["base"].as_strided(area["shape"], (1,), area["start"]).zero_()
     report = entry({"output": {"dtype": "float32", "shape": [300]}, "guard": None}, 1200)
-    result, _ = rt.read_back(torch, prepared, layout, sent, region, report, rt.tensor_bytes(torch, torch.relu(x)))
+    result, _ = rt.read_back(
+        torch, prepared, layout, sent, region, report, rt.tensor_bytes(torch, torch.relu(x))
+    )
     assert result["status"] == "fail"
     region.close()
 
 
 def test_a_location_outside_the_region_is_a_protocol_error(rt):
     torch, prepared, layout, region, sent = shared(rt)
-    report = entry({"output": {"dtype": "float32", "shape": [300]}, "at": sent.numel() - 8, "stride": [1]})
+    report = entry(
+        {"output": {"dtype": "float32", "shape": [300]}, "at": sent.numel() - 8, "stride": [1]}
+    )
     with pytest.raises(rt.ProtocolError):
         rt.read_back(torch, prepared, layout, sent, region, report, b"")
     region.close()
@@ -116,13 +148,17 @@ def test_a_location_outside_the_region_is_a_protocol_error(rt):
 
 def test_the_region_crosses_a_socket_and_the_worker_sees_the_same_memory(rt):
     import torch
+
     ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     region = rt.Region(torch, 1 << 16, "cpu")
     region.send(ours)
     seen = rt.map_region(torch, theirs, region.nbytes, "cpu")
     seen[:4] = torch.tensor([1, 2, 3, 4], dtype=torch.uint8)
     assert region.tensor[:4].tolist() == [1, 2, 3, 4]
-    assert rt.region_offset(seen[8:16], seen) == 8 and rt.region_offset(torch.zeros(4, dtype=torch.uint8), seen) is None
+    assert (
+        rt.region_offset(seen[8:16], seen) == 8
+        and rt.region_offset(torch.zeros(4, dtype=torch.uint8), seen) is None
+    )
     region.close()
     ours.close()
     theirs.close()
@@ -140,6 +176,7 @@ def test_a_process_group_is_stopped_thread_by_thread_and_resumed(rt):
             while True:
                 os.write(write, b".")
                 time.sleep(0.001)
+
         threading.Thread(target=tick, daemon=True).start()
         while True:
             time.sleep(0.01)
@@ -150,7 +187,7 @@ def test_a_process_group_is_stopped_thread_by_thread_and_resumed(rt):
         states = rt._group_states(pid)
         assert len(states) >= 2 and set(states) <= set("tT")
         os.set_blocking(read, False)
-        while True:   # what was written before the stop
+        while True:  # what was written before the stop
             try:
                 if not os.read(read, 4096):
                     break

@@ -15,8 +15,13 @@ pytestmark = pytest.mark.slow
 
 
 def test_otter_compare_smoke_writes_valid_notebooks_and_runs_verify_bench():
-    result = subprocess.run([sys.executable, str(REPO / "bench" / "otter_compare.py"), "--smoke"], cwd=REPO,
-                            capture_output=True, text=True, timeout=900)
+    result = subprocess.run(
+        [sys.executable, str(REPO / "bench" / "otter_compare.py"), "--smoke"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     assert result.returncode == 0, result.stdout + result.stderr
     assert "Traceback" not in result.stderr
     assert result.stdout.count("notebook ok:") == 2, result.stdout
@@ -25,6 +30,11 @@ def test_otter_compare_smoke_writes_valid_notebooks_and_runs_verify_bench():
 
 
 def test_otter_compare_refuses_zero_rounds_with_a_usage_message():
-    result = subprocess.run([sys.executable, str(REPO / "bench" / "otter_compare.py"), "--rounds", "0"], cwd=REPO,
-                            capture_output=True, text=True, timeout=60)
+    result = subprocess.run(
+        [sys.executable, str(REPO / "bench" / "otter_compare.py"), "--rounds", "0"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert result.returncode == 2 and "usage:" in result.stderr and "Traceback" not in result.stderr

@@ -35,19 +35,34 @@ def _add_lesson(content: Path, folder: Path, number: int) -> None:
     spec = yaml.load((folder / "lesson.yaml").read_text())
     names = json.loads((folder / "checker.json").read_text())
     text = yaml.load((content / "lessons" / "lesson01_scale" / "text.en.yaml").read_text())
-    text["code_comments"] = {"kernel_doc": "One program per block.", "offsets": "Offsets.", "store": "The result.",
-                             "contiguous": "Contiguous inputs.", "demo": "A small demo."}
+    text["code_comments"] = {
+        "kernel_doc": "One program per block.",
+        "offsets": "Offsets.",
+        "store": "The result.",
+        "contiguous": "Contiguous inputs.",
+        "demo": "A small demo.",
+    }
     text["exercise"]["task"] = f"In `{spec['kernel_file']}`, replace `______`."
     text["exercise"]["todo_comment"] = "TODO: replace ______"
     text["checker"]["cases"] = names["cases"]
-    text["checker"]["reasons"] = {"unwritten": "left unwritten", "wrote_past_end": "a write past the end",
-                                  "wrong_value": "wrong values", **names["reasons"]}
+    text["checker"]["reasons"] = {
+        "unwritten": "left unwritten",
+        "wrote_past_end": "a write past the end",
+        "wrong_value": "wrong values",
+        **names["reasons"],
+    }
     with open(target / "text.en.yaml", "w") as f:
         yaml.dump(text, f)
     course = content / "course.yaml"
-    course.write_text(course.read_text() + f"  - {{id: {folder.name}, number: {number}, status: published}}\n")
+    course.write_text(
+        course.read_text() + f"  - {{id: {folder.name}, number: {number}, status: published}}\n"
+    )
     locale = content / "locales" / "en.yaml"
-    locale.write_text(locale.read_text().replace("lesson_titles:\n", f"lesson_titles:\n  {folder.name}: {folder.name}\n", 1))
+    locale.write_text(
+        locale.read_text().replace(
+            "lesson_titles:\n", f"lesson_titles:\n  {folder.name}: {folder.name}\n", 1
+        )
+    )
 
 
 @pytest.fixture(scope="module")
@@ -57,13 +72,33 @@ def course(tmp_path_factory) -> Path:
     for number, name in enumerate(LESSONS, start=2):
         _add_lesson(root / "content", FIXTURES / name, number)
     lessons = [arg for name in LESSONS for arg in ("--lesson", name)]
-    assert main(["build", "--content", str(root / "content"), "--runner", "interpreter", "-j", "2",
-                 "--no-notebook", *lessons]) == 0
+    assert (
+        main(
+            [
+                "build",
+                "--content",
+                str(root / "content"),
+                "--runner",
+                "interpreter",
+                "-j",
+                "2",
+                "--no-notebook",
+                *lessons,
+            ]
+        )
+        == 0
+    )
     return root
 
 
-def student(course: Path, lesson: str, tmp_path: Path, old: str | None = None, new: str | None = None,
-            gpu: bool = False) -> subprocess.CompletedProcess:
+def student(
+    course: Path,
+    lesson: str,
+    tmp_path: Path,
+    old: str | None = None,
+    new: str | None = None,
+    gpu: bool = False,
+) -> subprocess.CompletedProcess:
     """`python check.py` in the lesson's exercise pack, its blank filled (old -> new in the kernel file)."""
     pack = unzip(course / "build" / "dist" / f"{lesson}-en-exercise.zip", tmp_path)
     kernel = next(p for p in pack.glob("*.py") if p.name not in ("check.py",))
@@ -84,35 +119,74 @@ def test_every_kind_verifies_and_its_mistakes_fail_where_declared(course):
     assert report["passed"]
     for lesson in LESSONS:
         record = report["verification"][f"{lesson}/en"]
-        unproven = record["mistakes_declared"] if lesson == "lesson05_fp8" else 0   # each case skipped here
-        assert (record["mistakes_caught"], record["mistakes_unproven"]) == (record["mistakes_declared"] - unproven,
-                                                                           unproven), lesson
+        unproven = (
+            record["mistakes_declared"] if lesson == "lesson05_fp8" else 0
+        )  # each case skipped here
+        assert (record["mistakes_caught"], record["mistakes_unproven"]) == (
+            record["mistakes_declared"] - unproven,
+            unproven,
+        ), lesson
 
 
 def test_two_outputs_with_an_index_input_name_the_output_that_failed(course, tmp_path):
-    wrong = student(course, "lesson02_pick", tmp_path / "w", "v = ______", "v = tl.load(x + target, mask=ok, other=0.0)")
+    wrong = student(
+        course,
+        "lesson02_pick",
+        tmp_path / "w",
+        "v = ______",
+        "v = tl.load(x + target, mask=ok, other=0.0)",
+    )
     assert wrong.returncode == 1
-    assert "val: index 1: input x = 4×5, t = " in wrong.stdout and "why: row 0's value" in wrong.stdout
-    unmasked = student(course, "lesson02_pick", tmp_path / "u", "v = ______", "v = tl.load(x + row * stride_xm + target)")
-    assert unmasked.returncode == 1 and "t = -100 -> expected 0.0, got nan" in unmasked.stdout   # ints shown as ints
-    right = student(course, "lesson02_pick", tmp_path / "r", "v = ______",
-                    "v = tl.load(x + row * stride_xm + target, mask=ok, other=0.0)")
+    assert (
+        "val: index 1: input x = 4×5, t = " in wrong.stdout and "why: row 0's value" in wrong.stdout
+    )
+    unmasked = student(
+        course,
+        "lesson02_pick",
+        tmp_path / "u",
+        "v = ______",
+        "v = tl.load(x + row * stride_xm + target)",
+    )
+    assert (
+        unmasked.returncode == 1 and "t = -100 -> expected 0.0, got nan" in unmasked.stdout
+    )  # ints shown as ints
+    right = student(
+        course,
+        "lesson02_pick",
+        tmp_path / "r",
+        "v = ______",
+        "v = tl.load(x + row * stride_xm + target, mask=ok, other=0.0)",
+    )
     assert right.returncode == 0, right.stdout
 
 
 def test_an_in_place_entry_is_judged_on_its_input_after_the_call(course, tmp_path):
-    wrong = student(course, "lesson03_scale_inplace", tmp_path / "w", "yv = ______", "yv = xv * 0.5")
+    wrong = student(
+        course, "lesson03_scale_inplace", tmp_path / "w", "yv = ______", "yv = xv * 0.5"
+    )
     assert wrong.returncode == 1 and "x: index 0: input x = " in wrong.stdout
-    right = student(course, "lesson03_scale_inplace", tmp_path / "r", "yv = ______", "yv = xv * alpha")
+    right = student(
+        course, "lesson03_scale_inplace", tmp_path / "r", "yv = ______", "yv = xv * alpha"
+    )
     assert right.returncode == 0, right.stdout
 
 
 def test_a_random_kernel_is_judged_by_its_properties_across_calls(course, tmp_path):
-    fixed = student(course, "lesson04_dropout", tmp_path / "f", "keep = ______", "keep = tl.rand(1, offs) > p")
+    fixed = student(
+        course, "lesson04_dropout", tmp_path / "f", "keep = ______", "keep = tl.rand(1, offs) > p"
+    )
     assert fixed.returncode == 1
-    assert "out: a property of the output does not hold (same mask for another seed)" in fixed.stdout
+    assert (
+        "out: a property of the output does not hold (same mask for another seed)" in fixed.stdout
+    )
     assert "why: the seed is ignored" in fixed.stdout
-    right = student(course, "lesson04_dropout", tmp_path / "r", "keep = ______", "keep = tl.rand(seed, offs) > p")
+    right = student(
+        course,
+        "lesson04_dropout",
+        tmp_path / "r",
+        "keep = ______",
+        "keep = tl.rand(seed, offs) > p",
+    )
     assert right.returncode == 0, right.stdout
 
 
@@ -125,7 +199,16 @@ def test_float8_cases_are_skipped_in_the_interpreter_with_the_reason(course, tmp
 @pytest.mark.cuda
 def test_float8_output_on_a_gpu(course, tmp_path):
     assert has_cuda()
-    right = student(course, "lesson05_fp8", tmp_path / "r", "q = ______", "q = xv.to(tl.float8e4nv)", gpu=True)
+    right = student(
+        course, "lesson05_fp8", tmp_path / "r", "q = ______", "q = xv.to(tl.float8e4nv)", gpu=True
+    )
     assert right.returncode == 0, right.stdout
-    doubled = student(course, "lesson05_fp8", tmp_path / "d", "q = ______", "q = (xv * 2).to(tl.float8e4nv)", gpu=True)
+    doubled = student(
+        course,
+        "lesson05_fp8",
+        tmp_path / "d",
+        "q = ______",
+        "q = (xv * 2).to(tl.float8e4nv)",
+        gpu=True,
+    )
     assert doubled.returncode == 1 and "FAIL  small" in doubled.stdout

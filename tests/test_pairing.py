@@ -1,6 +1,5 @@
 """The answer edition minus the exercise edition is exactly the declared answer material."""
 
-
 import pytest
 
 from generator.pipeline.build import render_all
@@ -20,10 +19,19 @@ def test_real_editions_agree():
     assert render(REPO)
 
 
-@pytest.mark.parametrize("change, message", [
-    ("{% if answer %}\nA drifted line only the answer edition has.\n{% endif %}\n", "answer-only line is not declared"),
-    ("{% if not answer %}\nA drifted line only the exercise edition has.\n{% endif %}\n", "exercise-only line is not declared"),
-])
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        (
+            "{% if answer %}\nA drifted line only the answer edition has.\n{% endif %}\n",
+            "answer-only line is not declared",
+        ),
+        (
+            "{% if not answer %}\nA drifted line only the exercise edition has.\n{% endif %}\n",
+            "exercise-only line is not declared",
+        ),
+    ],
+)
 def test_drifted_template_is_an_error(content_copy, change, message):
     path = content_copy / "templates" / "pack" / "lesson.md.j2"
     path.write_text(path.read_text(encoding="utf-8") + change, encoding="utf-8")
@@ -33,8 +41,9 @@ def test_drifted_template_is_an_error(content_copy, change, message):
 
 def test_answer_printed_into_the_exercise_is_a_leak(content_copy):
     path = content_copy / "templates" / "pack" / "lesson.md.j2"
-    text = path.read_text(encoding="utf-8").replace("{{ q.answer if answer else placeholder }}",
-                                                    "{{ placeholder }} {{ q.answer }}")
+    text = path.read_text(encoding="utf-8").replace(
+        "{{ q.answer if answer else placeholder }}", "{{ placeholder }} {{ q.answer }}"
+    )
     path.write_text(text, encoding="utf-8")
     with pytest.raises(LeakError, match="contains answer-only material from questions"):
         render(content_copy)
@@ -53,7 +62,17 @@ def test_a_line_is_covered_as_by_taking_every_piece_away():
         for piece in pieces:
             rest = rest.replace(piece, "")
         return len(re.sub(r"\d", "", rest)) <= 3
+
     pieces = ["referenceanswer", "tlmaximumxv00", "answer", "ab", "x"]
-    for line in ["Reference answer", "tl.maximum(xv, 0.0) and 12", "answer abc", "xyz abab", "nothing here", "1. ab",
-                 "", "[markdown {}]", "ab ab ab ab x"]:
+    for line in [
+        "Reference answer",
+        "tl.maximum(xv, 0.0) and 12",
+        "answer abc",
+        "xyz abab",
+        "nothing here",
+        "1. ab",
+        "",
+        "[markdown {}]",
+        "ab ab ab ab x",
+    ]:
         assert line_covered(line, pieces) == every(line, pieces), line

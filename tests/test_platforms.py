@@ -26,7 +26,7 @@ from packaging.version import Version
 
 from tests.golden_update import current_packs, golden_names, real_course
 
-PACKS = golden_names()   # the lesson packs; rendered on first use, not when a test process collects
+PACKS = golden_names()  # the lesson packs; rendered on first use, not when a test process collects
 
 
 @functools.lru_cache(maxsize=1)
@@ -36,38 +36,72 @@ def packs() -> dict[str, dict[str, bytes]]:
 
 def content():
     return real_course()[0]
+
+
 MIN_TRITON = Version("3.6")
 
-PLATFORMS = {   # uv's --python-platform, and the marker values pip would see there
-    "linux": ("x86_64-manylinux_2_28", {"sys_platform": "linux", "platform_system": "Linux",
-                                         "platform_machine": "x86_64", "os_name": "posix"}),
-    "windows": ("x86_64-pc-windows-msvc", {"sys_platform": "win32", "platform_system": "Windows",
-                                           "platform_machine": "AMD64", "os_name": "nt"}),
-    "macos": ("aarch64-apple-darwin", {"sys_platform": "darwin", "platform_system": "Darwin",
-                                       "platform_machine": "arm64", "os_name": "posix"}),
+PLATFORMS = {  # uv's --python-platform, and the marker values pip would see there
+    "linux": (
+        "x86_64-manylinux_2_28",
+        {
+            "sys_platform": "linux",
+            "platform_system": "Linux",
+            "platform_machine": "x86_64",
+            "os_name": "posix",
+        },
+    ),
+    "windows": (
+        "x86_64-pc-windows-msvc",
+        {
+            "sys_platform": "win32",
+            "platform_system": "Windows",
+            "platform_machine": "AMD64",
+            "os_name": "nt",
+        },
+    ),
+    "macos": (
+        "aarch64-apple-darwin",
+        {
+            "sys_platform": "darwin",
+            "platform_system": "Darwin",
+            "platform_machine": "arm64",
+            "os_name": "posix",
+        },
+    ),
 }
 
 
 def requirement_lines(text: str) -> list[tuple[int, str]]:
     """(line number, requirement) for every line that is not a comment or blank."""
-    return [(number, line.strip()) for number, line in enumerate(text.splitlines(), 1)
-            if line.strip() and not line.lstrip().startswith("#")]
+    return [
+        (number, line.strip())
+        for number, line in enumerate(text.splitlines(), 1)
+        if line.strip() and not line.lstrip().startswith("#")
+    ]
 
 
 def applicable(text: str, platform: str) -> dict[str, tuple[int, Requirement]]:
-    environment = dict(default_environment(), python_version="3.12", python_full_version="3.12.0",
-                       **PLATFORMS[platform][1])
+    environment = dict(
+        default_environment(),
+        python_version="3.12",
+        python_full_version="3.12.0",
+        **PLATFORMS[platform][1],
+    )
     found = {}
     for number, line in requirement_lines(text):
         requirement = Requirement(line)
         if requirement.marker is None or requirement.marker.evaluate(environment):
-            assert requirement.name not in found, f"two {requirement.name} lines apply on {platform}"
+            assert requirement.name not in found, (
+                f"two {requirement.name} lines apply on {platform}"
+            )
             found[requirement.name] = (number, requirement)
     return found
 
 
 def requirements_of_every_pack() -> dict[str, str]:
-    return {name: files["requirements.txt"].decode("utf-8") for name, files in sorted(packs().items())}
+    return {
+        name: files["requirements.txt"].decode("utf-8") for name, files in sorted(packs().items())
+    }
 
 
 @pytest.mark.parametrize("name", PACKS)
@@ -78,7 +112,7 @@ def test_markers_pick_triton_per_platform(name):
     assert set(windows) == {"torch", "triton-windows", "numpy", "jupyterlab"}
     assert set(macos) == {"torch", "triton", "numpy", "jupyterlab"}
     for found, triton in ((linux, "triton"), (windows, "triton-windows"), (macos, "triton")):
-        specifier: SpecifierSet = found[triton][1].specifier      # what the checker supports
+        specifier: SpecifierSet = found[triton][1].specifier  # what the checker supports
         assert MIN_TRITON in specifier and Version("3.8.0.post29") in specifier
         assert Version("3.5.1") not in specifier
     # macOS: the line pip stops at is the darwin-only triton line, and the comment right above says why
@@ -86,12 +120,14 @@ def test_markers_pick_triton_per_platform(name):
     number = macos["triton"][0]
     assert 'sys_platform == "darwin"' in lines[number - 1]
     comment = []
-    for line in reversed(lines[:number - 1]):
+    for line in reversed(lines[: number - 1]):
         if not line.startswith("#"):
             break
         comment.insert(0, line)
     explanation = " ".join(comment)
-    assert "macOS" in explanation and "no Triton" in explanation and "README.md" in explanation, explanation
+    assert "macOS" in explanation and "no Triton" in explanation and "README.md" in explanation, (
+        explanation
+    )
 
 
 @pytest.mark.parametrize("name", PACKS)
@@ -102,9 +138,18 @@ def test_readme_says_which_route_fits_which_machine_before_the_install_step(name
     section = readme.index(f"## {ui.pack.readme_machine_title}\n")
     install = readme.index("pip install -r requirements.txt")
     assert section < install
-    body = readme[section:readme.index("\n## ", section + 1)]
-    for needle in ("Linux", "NVIDIA", "Windows", "triton-windows", "WSL2", "wsl --install", "macOS",
-                   "docker run", "download.pytorch.org/whl/cpu"):
+    body = readme[section : readme.index("\n## ", section + 1)]
+    for needle in (
+        "Linux",
+        "NVIDIA",
+        "Windows",
+        "triton-windows",
+        "WSL2",
+        "wsl --install",
+        "macOS",
+        "docker run",
+        "download.pytorch.org/whl/cpu",
+    ):
         assert needle in body, f"{needle} missing from the section"
 
 
@@ -118,18 +163,23 @@ def test_checker_message_when_triton_cannot_be_imported():
 
 # ---- resolving for real, per target platform (needs the package index) -----------------------
 
-NETWORK_ERROR = re.compile(r"dns error|error sending request|Connect|timed out|Failed to fetch|"
-                           r"network|offline|Could not connect", re.I)
+NETWORK_ERROR = re.compile(
+    r"dns error|error sending request|Connect|timed out|Failed to fetch|"
+    r"network|offline|Could not connect",
+    re.I,
+)
 
 
 def uv() -> str:
     found = shutil.which("uv", path=str(Path(sys.executable).parent)) or shutil.which("uv")
     if found is None:
-        pytest.fail("uv is not installed: it is pinned in requirements/lock.txt (make test installs it)")
+        pytest.fail(
+            "uv is not installed: it is pinned in requirements/lock.txt (make test installs it)"
+        )
     return found
 
 
-OFFLINE: list[str] = []   # the reason, once one resolution found the index unreachable
+OFFLINE: list[str] = []  # the reason, once one resolution found the index unreachable
 
 
 def resolve(requirements: str, platform: str, tmp_path: Path) -> subprocess.CompletedProcess:
@@ -138,14 +188,37 @@ def resolve(requirements: str, platform: str, tmp_path: Path) -> subprocess.Comp
     path = tmp_path / "requirements.txt"
     path.write_text(requirements, encoding="utf-8")
     env = dict(os.environ, UV_PYTHON_DOWNLOADS="never", NO_COLOR="1")
-    return subprocess.run([uv(), "pip", "compile", str(path), "--python-platform", PLATFORMS[platform][0],
-                           "--python-version", "3.12", "--no-header", "--no-annotate", "--no-build"],
-                          capture_output=True, text=True, timeout=300, env=env, cwd=tmp_path)
+    return subprocess.run(
+        [
+            uv(),
+            "pip",
+            "compile",
+            str(path),
+            "--python-platform",
+            PLATFORMS[platform][0],
+            "--python-version",
+            "3.12",
+            "--no-header",
+            "--no-annotate",
+            "--no-build",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+        cwd=tmp_path,
+    )
 
 
 def skip_if_offline(result: subprocess.CompletedProcess) -> None:
-    if result.returncode != 0 and NETWORK_ERROR.search(result.stderr) and "No solution found" not in result.stderr:
-        OFFLINE.append("the package index cannot be reached: " + result.stderr.strip().splitlines()[-1].strip())
+    if (
+        result.returncode != 0
+        and NETWORK_ERROR.search(result.stderr)
+        and "No solution found" not in result.stderr
+    ):
+        OFFLINE.append(
+            "the package index cannot be reached: " + result.stderr.strip().splitlines()[-1].strip()
+        )
         skip_or_fail(OFFLINE[0])
 
 
@@ -164,7 +237,10 @@ def distinct_requirements() -> list[str]:
 
 
 def pins(output: str) -> dict[str, Version]:
-    return {m.group(1).lower(): Version(m.group(2)) for m in re.finditer(r"^([A-Za-z0-9_.-]+)==(\S+)$", output, re.M)}
+    return {
+        m.group(1).lower(): Version(m.group(2))
+        for m in re.finditer(r"^([A-Za-z0-9_.-]+)==(\S+)$", output, re.M)
+    }
 
 
 @pytest.mark.network
@@ -188,4 +264,6 @@ def test_requirements_stop_on_macos_at_the_commented_triton_line(tmp_path):
         skip_if_offline(result)
         assert result.returncode != 0, result.stdout
         assert "triton" in result.stderr and "darwin" in result.stderr, result.stderr
-        assert "no wheels with a matching platform tag" in " ".join(result.stderr.split()), result.stderr   # uv wraps
+        assert "no wheels with a matching platform tag" in " ".join(result.stderr.split()), (
+            result.stderr
+        )  # uv wraps

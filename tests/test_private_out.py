@@ -18,8 +18,10 @@ from tests.conftest import REPO, small_lesson_copy
 
 KEEP = ["seed", "tail_257", "empty", "special_f32"]
 NOBODY = 65534
-pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None and os.environ.get("CI") != "true",
-                                reason="bubblewrap is not installed (apt-get install bubblewrap)")
+pytestmark = pytest.mark.skipif(
+    shutil.which("bwrap") is None and os.environ.get("CI") != "true",
+    reason="bubblewrap is not installed (apt-get install bubblewrap)",
+)
 
 
 @pytest.fixture(scope="module")
@@ -34,7 +36,7 @@ def course(tmp_path_factory) -> Path:
 
 def _private(parent: Path, owner: int | None = None) -> Path:
     parent.mkdir(parents=True, exist_ok=True)
-    folder = Path(tempfile.mkdtemp(dir=parent))   # mode 0700
+    folder = Path(tempfile.mkdtemp(dir=parent))  # mode 0700
     if owner is not None:
         os.chown(folder, owner, owner)
     return folder
@@ -47,11 +49,14 @@ def _python_for(user: int | None) -> tuple[str, str]:
     if user is None or _reachable(sys.executable):
         return sys.executable, str(REPO)
     system = shutil.which("python3", path="/usr/local/bin:/usr/bin:/bin")
-    same = system and subprocess.run([system, "-c", "import sys; print(sys.version_info[:2])"], capture_output=True,
-                                     text=True).stdout.strip() == str(sys.version_info[:2])
+    same = system and subprocess.run(
+        [system, "-c", "import sys; print(sys.version_info[:2])"], capture_output=True, text=True
+    ).stdout.strip() == str(sys.version_info[:2])
     if not same:
-        pytest.skip(f"{sys.executable} is not reachable by an ordinary user, and no system Python "
-                    f"{sys.version_info[0]}.{sys.version_info[1]} is")
+        pytest.skip(
+            f"{sys.executable} is not reachable by an ordinary user, and no system Python "
+            f"{sys.version_info[0]}.{sys.version_info[1]} is"
+        )
     return system, os.pathsep.join([str(REPO), sysconfig.get_paths()["purelib"]])
 
 
@@ -62,9 +67,26 @@ def _reachable(path: str) -> bool:
 
 def _build(course: Path, out: Path, user: int | None = None) -> subprocess.CompletedProcess:
     python, path = _python_for(user)
-    argv = [python, "-m", "generator", "build", "--content", str(course / "content"), "--templates",
-            str(course / "templates"), "--out", str(out), "--lesson", "lesson03_relu", "--locale", "en",
-            "--runner", "interpreter", "-j", "2"]
+    argv = [
+        python,
+        "-m",
+        "generator",
+        "build",
+        "--content",
+        str(course / "content"),
+        "--templates",
+        str(course / "templates"),
+        "--out",
+        str(out),
+        "--lesson",
+        "lesson03_relu",
+        "--locale",
+        "en",
+        "--runner",
+        "interpreter",
+        "-j",
+        "2",
+    ]
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "PYTHONPATH": path, "LANG": "C.UTF-8"}
     if user is not None:
         home = _private(Path(tempfile.gettempdir()), user)

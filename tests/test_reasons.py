@@ -103,143 +103,334 @@ LESSONS = {
         "variants": {
             "both strides taken as 1": (
                 [(L2_SUM, "tl.load(x + offsets, mask=mask) + tl.load(y + offsets, mask=mask)")],
-                {"sliced_x": "strides_ignored", "sliced_y": "strides_ignored"}),
+                {"sliced_x": "strides_ignored", "sliced_y": "strides_ignored"},
+            ),
             "y's stride taken as 1": (
-                [(L2_LOAD_Y, "tl.load(y + offsets, mask=mask)")], {"sliced_y": "strides_ignored"}),
+                [(L2_LOAD_Y, "tl.load(y + offsets, mask=mask)")],
+                {"sliced_y": "strides_ignored"},
+            ),
             "y - x": ([(L2_SUM, f"{L2_LOAD_Y} - {L2_LOAD_X}")], "wrong_operation"),
             "x * y": ([(L2_SUM, f"{L2_LOAD_X} * {L2_LOAD_Y}")], "wrong_operation"),
             "y read twice": ([(L2_SUM, f"{L2_LOAD_Y} + {L2_LOAD_Y}")], "input_not_read"),
             "x alone": ([(L2_SUM, L2_LOAD_X)], "input_not_read"),
             # x read one element further: the last element reads the NaN after x (the special
             # values hold NaN and infinities themselves: NaN there proves nothing).
-            "x one element further": ([(L2_LOAD_X, "tl.load(x + (offsets + 1) * stride_x, mask=mask)")],
-                                      {"seed": "read_past_end", "sliced_x": "read_past_end", "sliced_y": "read_past_end",
-                                       "special_f32": "wrong_value"}),
+            "x one element further": (
+                [(L2_LOAD_X, "tl.load(x + (offsets + 1) * stride_x, mask=mask)")],
+                {
+                    "seed": "read_past_end",
+                    "sliced_x": "read_past_end",
+                    "sliced_y": "read_past_end",
+                    "special_f32": "wrong_value",
+                },
+            ),
             # Two mistakes at once: no single hypothesis reproduces the strided case.
             "x twice, without its stride": (
                 [(L2_SUM, "tl.load(x + offsets, mask=mask) + tl.load(x + offsets, mask=mask)")],
-                {"seed": "input_not_read", "sliced_x": "wrong_value", "sliced_y": "input_not_read",
-                 "special_f32": "input_not_read"}),
+                {
+                    "seed": "input_not_read",
+                    "sliced_x": "wrong_value",
+                    "sliced_y": "input_not_read",
+                    "special_f32": "input_not_read",
+                },
+            ),
         },
     },
     "lesson03_relu": {
         "cases": ["seed", "block_1", "tail_1", "special_f32"],
         "variants": {
-            "tl.where(x >= 0)": ([(L3_MAX, "tl.where(xv >= 0.0, xv, 0.0)")], {"special_f32": "nan_dropped"}),
+            "tl.where(x >= 0)": (
+                [(L3_MAX, "tl.where(xv >= 0.0, xv, 0.0)")],
+                {"special_f32": "nan_dropped"},
+            ),
             # min for max, in each of its forms; one negative element cannot tell it from no clamp.
-            "tl.minimum": ([(L3_MAX, "tl.minimum(xv, 0.0)")],
-                           {"seed": "min_for_max", "block_1": "min_for_max", "tail_1": "not_clamped",
-                            "special_f32": "min_for_max"}),
-            "tl.where, branches swapped": ([(L3_MAX, "tl.where(xv > 0.0, 0.0, xv)")],
-                                           {"seed": "min_for_max", "block_1": "min_for_max",
-                                            "tail_1": "not_clamped", "special_f32": "min_for_max"}),
+            "tl.minimum": (
+                [(L3_MAX, "tl.minimum(xv, 0.0)")],
+                {
+                    "seed": "min_for_max",
+                    "block_1": "min_for_max",
+                    "tail_1": "not_clamped",
+                    "special_f32": "min_for_max",
+                },
+            ),
+            "tl.where, branches swapped": (
+                [(L3_MAX, "tl.where(xv > 0.0, 0.0, xv)")],
+                {
+                    "seed": "min_for_max",
+                    "block_1": "min_for_max",
+                    "tail_1": "not_clamped",
+                    "special_f32": "min_for_max",
+                },
+            ),
             "identity": ([(L3_MAX, "xv")], "not_clamped"),
             # Negating is not ReLU's absolute value: half the wrong values are not |x|.
-            "negated": ([(L3_MAX, "-xv")], {"seed": "wrong_value", "block_1": "wrong_value",
-                                            "tail_1": "negatives_flipped", "special_f32": "wrong_value"}),
-            "zeros": ([(L3_MAX, "tl.zeros_like(xv)")], {"seed": "positives_zeroed", "block_1": "positives_zeroed",
-                                                        "tail_1": None, "special_f32": "positives_zeroed"}),
-            "-inf * 0": ([(L3_MAX, "tl.where(xv > 0.0, xv, xv * 0.0)")], {"special_f32": "inf_wrong"}),
-            "x one element further": ([("xv = tl.load(x + offsets, mask=mask)", "xv = tl.load(x + offsets + 1, mask=mask)")],
-                                      {"seed": "read_past_end", "block_1": "read_past_end", "tail_1": "read_past_end",
-                                       "special_f32": "wrong_value"}),
+            "negated": (
+                [(L3_MAX, "-xv")],
+                {
+                    "seed": "wrong_value",
+                    "block_1": "wrong_value",
+                    "tail_1": "negatives_flipped",
+                    "special_f32": "wrong_value",
+                },
+            ),
+            "zeros": (
+                [(L3_MAX, "tl.zeros_like(xv)")],
+                {
+                    "seed": "positives_zeroed",
+                    "block_1": "positives_zeroed",
+                    "tail_1": None,
+                    "special_f32": "positives_zeroed",
+                },
+            ),
+            "-inf * 0": (
+                [(L3_MAX, "tl.where(xv > 0.0, xv, xv * 0.0)")],
+                {"special_f32": "inf_wrong"},
+            ),
+            "x one element further": (
+                [
+                    (
+                        "xv = tl.load(x + offsets, mask=mask)",
+                        "xv = tl.load(x + offsets + 1, mask=mask)",
+                    )
+                ],
+                {
+                    "seed": "read_past_end",
+                    "block_1": "read_past_end",
+                    "tail_1": "read_past_end",
+                    "special_f32": "wrong_value",
+                },
+            ),
             # Clamped at 1, not 0: infinities are not what is wrong.
-            "max(x, 1)": ([(L3_MAX, "tl.maximum(xv, 1.0, propagate_nan=tl.PropagateNan.ALL)")], "wrong_value"),
+            "max(x, 1)": (
+                [(L3_MAX, "tl.maximum(xv, 1.0, propagate_nan=tl.PropagateNan.ALL)")],
+                "wrong_value",
+            ),
         },
     },
     "lesson04_add_bias": {
         "cases": ["seed", "transposed", "sliced", "bias_sliced", "special_f32"],
         "variants": {
-            "bias without its stride": ([("bias + cols * stride_b", "bias + cols")], {"bias_sliced": "bias_strides_ignored"}),
+            "bias without its stride": (
+                [("bias + cols * stride_b", "bias + cols")],
+                {"bias_sliced": "bias_strides_ignored"},
+            ),
             "bias along the rows": ([("xv + bv[None, :]", "xv + bv[:, None]")], "bias_wrong_axis"),
             "bias left out": ([("xv + bv[None, :]", "xv + 0.0 * bv[None, :]")], "wrong_value"),
-            "x with out's strides": ([(L4_X, "rows[:, None] * stride_om + cols[None, :] * stride_on")],
-                                     {"sliced": "x_misread"}),
-            "x without its column stride": ([(L4_X, "rows[:, None] * stride_xm + cols[None, :]")],
-                                            {"transposed": "x_misread"}),
-            "out as if contiguous": ([(L4_STORE, "out + rows[:, None] * N + cols[None, :], ")], {"transposed": "misplaced"}),
-            "out without its column stride": ([(L4_STORE, "out + rows[:, None] * stride_om + cols[None, :], ")],
-                                              {"transposed": "unwritten"}),
-            "grid axes swapped": ([("grid = (triton.cdiv(M, BLOCK_M), triton.cdiv(N, BLOCK_N))",
-                                    "grid = (triton.cdiv(N, BLOCK_N), triton.cdiv(M, BLOCK_M))")],
-                                  {"transposed": "unwritten", "sliced": "unwritten", "bias_sliced": "unwritten"}),
+            "x with out's strides": (
+                [(L4_X, "rows[:, None] * stride_om + cols[None, :] * stride_on")],
+                {"sliced": "x_misread"},
+            ),
+            "x without its column stride": (
+                [(L4_X, "rows[:, None] * stride_xm + cols[None, :]")],
+                {"transposed": "x_misread"},
+            ),
+            "out as if contiguous": (
+                [(L4_STORE, "out + rows[:, None] * N + cols[None, :], ")],
+                {"transposed": "misplaced"},
+            ),
+            "out without its column stride": (
+                [(L4_STORE, "out + rows[:, None] * stride_om + cols[None, :], ")],
+                {"transposed": "unwritten"},
+            ),
+            "grid axes swapped": (
+                [
+                    (
+                        "grid = (triton.cdiv(M, BLOCK_M), triton.cdiv(N, BLOCK_N))",
+                        "grid = (triton.cdiv(N, BLOCK_N), triton.cdiv(M, BLOCK_M))",
+                    )
+                ],
+                {"transposed": "unwritten", "sliced": "unwritten", "bias_sliced": "unwritten"},
+            ),
             # x read one row further down: the last row reads the NaN after x; the special values
             # hold NaN and infinities themselves, so NaN there proves nothing.
-            "x one row down": ([(L4_X, "(rows[:, None] + 1) * stride_xm + cols[None, :] * stride_xn")],
-                               {"seed": "read_past_end", "transposed": "read_past_end", "sliced": "read_past_end",
-                                "bias_sliced": "read_past_end", "special_f32": "wrong_value"}),
+            "x one row down": (
+                [(L4_X, "(rows[:, None] + 1) * stride_xm + cols[None, :] * stride_xn")],
+                {
+                    "seed": "read_past_end",
+                    "transposed": "read_past_end",
+                    "sliced": "read_past_end",
+                    "bias_sliced": "read_past_end",
+                    "special_f32": "wrong_value",
+                },
+            ),
         },
     },
     "lesson05_softmax": {
-        "cases": ["seed", "random_f32", "random_f16", "tail_1025", "transposed", "sliced", "overflow_f32", "special_f32"],
+        "cases": [
+            "seed",
+            "random_f32",
+            "random_f16",
+            "tail_1025",
+            "transposed",
+            "sliced",
+            "overflow_f32",
+            "special_f32",
+        ],
         "variants": {
             # x's and out's column strides both taken as 1: the store's pattern shows first.
             "the tutorial's kernel": (TUTORIAL_SOFTMAX, {"transposed": "out_strides"}),
             # NaN in every row with padding lanes (N = 1025 in blocks of 1024 has none left by the
             # second block); transposed: what a read past the end of x gives too, so generic.
-            "online softmax without the -inf guard": (ONLINE_SOFTMAX, {
-                "seed": "nan_from_inf", "random_f32": "nan_from_inf", "random_f16": "nan_from_inf",
-                "transposed": "wrong_value", "sliced": "nan_from_inf", "overflow_f32": "nan_from_inf",
-                "special_f32": "nan_from_inf"}),
+            "online softmax without the -inf guard": (
+                ONLINE_SOFTMAX,
+                {
+                    "seed": "nan_from_inf",
+                    "random_f32": "nan_from_inf",
+                    "random_f16": "nan_from_inf",
+                    "transposed": "wrong_value",
+                    "sliced": "nan_from_inf",
+                    "overflow_f32": "nan_from_inf",
+                    "special_f32": "nan_from_inf",
+                },
+            ),
             # float16 subtraction, exponential rounded to float16, float16 sum and division: values
             # off by a few units of float16 (or too small for it); where the sum's rounding
             # dominates, a common factor (whose text names a float16 sum too).
-            "float16 arithmetic": ([(L5_LOAD, L5_LOAD.replace("tl.float32)", "tl.float16)")),
-                                    (L5_NUM, "num = tl.exp((xv - tl.max(xv, axis=0)).to(tl.float32)).to(tl.float16)"),
-                                    ("den = tl.sum(num, axis=0)", "den = tl.sum(num, axis=0).to(tl.float16)")],
-                                   {"seed": "bad_normalizer", "random_f32": "imprecise", "random_f16": "bad_normalizer",
-                                    "tail_1025": "imprecise", "transposed": "imprecise", "sliced": "imprecise",
-                                    "overflow_f32": "imprecise", "special_f32": "imprecise"}),
+            "float16 arithmetic": (
+                [
+                    (L5_LOAD, L5_LOAD.replace("tl.float32)", "tl.float16)")),
+                    (
+                        L5_NUM,
+                        "num = tl.exp((xv - tl.max(xv, axis=0)).to(tl.float32)).to(tl.float16)",
+                    ),
+                    ("den = tl.sum(num, axis=0)", "den = tl.sum(num, axis=0).to(tl.float16)"),
+                ],
+                {
+                    "seed": "bad_normalizer",
+                    "random_f32": "imprecise",
+                    "random_f16": "bad_normalizer",
+                    "tail_1025": "imprecise",
+                    "transposed": "imprecise",
+                    "sliced": "imprecise",
+                    "overflow_f32": "imprecise",
+                    "special_f32": "imprecise",
+                },
+            ),
             # The minimum subtracted (over the row's own lanes): e^(x - min) overflows where a row
             # spreads over more than 88.7, and inf / inf is NaN from finite inputs: no read past
             # the end, and no hypothesis of this lesson's reproduces it.
-            "the row's minimum subtracted": ([(L5_NUM, 'num = tl.exp(xv - tl.min(tl.where(mask, xv, float("inf")), axis=0))')],
-                                             {"overflow_f32": "wrong_value", "special_f32": "wrong_value"}),
-            "out as if contiguous": ([(L5_STORE, "out + row * N + cols")], {"transposed": "out_strides"}),
-            "x with out's strides": ([("x + row * stride_xm + cols * stride_xn", "x + row * stride_om + cols * stride_on")],
-                                     {"sliced": "x_misread"}),
-            "x without its column stride": ([("x + row * stride_xm + cols * stride_xn", "x + row * stride_xm + cols")],
-                                            {"transposed": "x_misread"}),
+            "the row's minimum subtracted": (
+                [(L5_NUM, 'num = tl.exp(xv - tl.min(tl.where(mask, xv, float("inf")), axis=0))')],
+                {"overflow_f32": "wrong_value", "special_f32": "wrong_value"},
+            ),
+            "out as if contiguous": (
+                [(L5_STORE, "out + row * N + cols")],
+                {"transposed": "out_strides"},
+            ),
+            "x with out's strides": (
+                [
+                    (
+                        "x + row * stride_xm + cols * stride_xn",
+                        "x + row * stride_om + cols * stride_on",
+                    )
+                ],
+                {"sliced": "x_misread"},
+            ),
+            "x without its column stride": (
+                [("x + row * stride_xm + cols * stride_xn", "x + row * stride_xm + cols")],
+                {"transposed": "x_misread"},
+            ),
             # Every row reads past its end (into the next row, the last past x): NaN or other values.
-            "load without its mask": ([(L5_LOAD, L5_LOAD.replace(', mask=mask, other=-float("inf"))', ")"))], {
-                "seed": "read_past_end", "random_f32": "read_past_end", "random_f16": "read_past_end",
-                "tail_1025": "read_past_end", "transposed": "wrong_value", "sliced": "read_past_end",
-                "overflow_f32": "read_past_end", "special_f32": "read_past_end"}),
+            "load without its mask": (
+                [(L5_LOAD, L5_LOAD.replace(', mask=mask, other=-float("inf"))', ")"))],
+                {
+                    "seed": "read_past_end",
+                    "random_f32": "read_past_end",
+                    "random_f16": "read_past_end",
+                    "tail_1025": "read_past_end",
+                    "transposed": "wrong_value",
+                    "sliced": "read_past_end",
+                    "overflow_f32": "read_past_end",
+                    "special_f32": "read_past_end",
+                },
+            ),
         },
     },
     "lesson06_matmul": {
-        "cases": ["seed", "random_f32", "random_f16", "tail_k", "k_small", "b_transposed", "a_sliced", "long_k"],
+        "cases": [
+            "seed",
+            "random_f32",
+            "random_f16",
+            "tail_k",
+            "k_small",
+            "b_transposed",
+            "a_sliced",
+            "long_k",
+        ],
         "variants": {
             # The K tail read past the end of A's rows and of B (NaN after the last row); the
             # transposed B reads its next column, so values there are wrong and its last column NaN.
-            "no K mask": ([(L6_LOAD_A, "av = tl.load(a_ptrs)"), (L6_LOAD_B, "bv = tl.load(b_ptrs)")],
-                          {"seed": "read_past_end", "random_f32": "read_past_end", "random_f16": "read_past_end",
-                           "tail_k": "read_past_end", "k_small": "read_past_end", "b_transposed": "read_past_end",
-                           "a_sliced": "read_past_end"}),
-            "A without its K mask": ([(L6_LOAD_A, "av = tl.load(a_ptrs)")],
-                                     {"seed": "read_past_end", "random_f32": "read_past_end", "random_f16": "read_past_end",
-                                      "tail_k": "read_past_end", "k_small": "read_past_end", "b_transposed": "read_past_end",
-                                      "a_sliced": "read_past_end"}),
+            "no K mask": (
+                [(L6_LOAD_A, "av = tl.load(a_ptrs)"), (L6_LOAD_B, "bv = tl.load(b_ptrs)")],
+                {
+                    "seed": "read_past_end",
+                    "random_f32": "read_past_end",
+                    "random_f16": "read_past_end",
+                    "tail_k": "read_past_end",
+                    "k_small": "read_past_end",
+                    "b_transposed": "read_past_end",
+                    "a_sliced": "read_past_end",
+                },
+            ),
+            "A without its K mask": (
+                [(L6_LOAD_A, "av = tl.load(a_ptrs)")],
+                {
+                    "seed": "read_past_end",
+                    "random_f32": "read_past_end",
+                    "random_f16": "read_past_end",
+                    "tail_k": "read_past_end",
+                    "k_small": "read_past_end",
+                    "b_transposed": "read_past_end",
+                    "a_sliced": "read_past_end",
+                },
+            ),
             # A float16 accumulator, as a student writes it: only long_k's sums grow large enough.
-            "float16 accumulator": ([(L6_ACC, L6_ACC.replace("tl.float32", "tl.float16")),
-                                     (L6_DOT, "acc += tl.dot(av, bv, input_precision=PRECISION).to(tl.float16)")],
-                                    {"long_k": "imprecise"}),
+            "float16 accumulator": (
+                [
+                    (L6_ACC, L6_ACC.replace("tl.float32", "tl.float16")),
+                    (L6_DOT, "acc += tl.dot(av, bv, input_precision=PRECISION).to(tl.float16)"),
+                ],
+                {"long_k": "imprecise"},
+            ),
             # B's strides swapped: other elements of B where the reads stay inside it (the seed's
             # 3 x 2, the transposed B); past its end where K > N or the pointers advance by K's stride.
-            "B with its strides swapped": ([("rk[:, None] * stride_bk + (rn % N)[None, :] * stride_bn",
-                                             "rk[:, None] * stride_bn + (rn % N)[None, :] * stride_bk")],
-                                           {"seed": "b_misread", "random_f32": "read_past_end", "random_f16": "read_past_end",
-                                            "tail_k": "read_past_end", "k_small": "read_past_end", "b_transposed": "b_misread",
-                                            "a_sliced": "read_past_end", "long_k": "read_past_end"}),
-            "A as if contiguous": ([("(rm % M)[:, None] * stride_am + rk[None, :] * stride_ak",
-                                     "(rm % M)[:, None] * K + rk[None, :]")], {"a_sliced": "a_misread"}),
+            "B with its strides swapped": (
+                [
+                    (
+                        "rk[:, None] * stride_bk + (rn % N)[None, :] * stride_bn",
+                        "rk[:, None] * stride_bn + (rn % N)[None, :] * stride_bk",
+                    )
+                ],
+                {
+                    "seed": "b_misread",
+                    "random_f32": "read_past_end",
+                    "random_f16": "read_past_end",
+                    "tail_k": "read_past_end",
+                    "k_small": "read_past_end",
+                    "b_transposed": "b_misread",
+                    "a_sliced": "read_past_end",
+                    "long_k": "read_past_end",
+                },
+            ),
+            "A as if contiguous": (
+                [
+                    (
+                        "(rm % M)[:, None] * stride_am + rk[None, :] * stride_ak",
+                        "(rm % M)[:, None] * K + rk[None, :]",
+                    )
+                ],
+                {"a_sliced": "a_misread"},
+            ),
         },
     },
 }
 # In the interpreter only: code that makes bfloat16 itself is told that the interpreter cannot judge it.
 INTERPRETER_ONLY = {
     "lesson06_matmul": {
-        "bfloat16 tiles": ([(L6_DOT, "acc = tl.dot(av.to(tl.bfloat16), bv.to(tl.bfloat16), acc)")], "bf16_interpreter"),
+        "bfloat16 tiles": (
+            [(L6_DOT, "acc = tl.dot(av.to(tl.bfloat16), bv.to(tl.bfloat16), acc)")],
+            "bf16_interpreter",
+        ),
     },
 }
 
@@ -284,16 +475,22 @@ def run_variants(tmp_path, lesson_id, variants, cases, interpreter=True):
             session.close()
     finally:
         os.chdir(cwd)
-    shown = {name: {case["id"]: case.get("reason") if case["status"] == "fail" else case["status"]
-                    for case in results[str(number)]["cases"]}
-             for number, name in enumerate(variants)}
+    shown = {
+        name: {
+            case["id"]: case.get("reason") if case["status"] == "fail" else case["status"]
+            for case in results[str(number)]["cases"]
+        }
+        for number, name in enumerate(variants)
+    }
     return checker, shown, {name: results[str(number)] for number, name in enumerate(variants)}
 
 
 def wrong_reasons(variants, cases, shown):
     wrong = []
     for name, (_, want) in variants.items():
-        expected = {case: want.get(case, "pass") if isinstance(want, dict) else want for case in cases}
+        expected = {
+            case: want.get(case, "pass") if isinstance(want, dict) else want for case in cases
+        }
         expected = {case: "pass" if reason is None else reason for case, reason in expected.items()}
         if shown[name] != expected:
             wrong.append(f"{name}: shown {shown[name]}, expected {expected}")
@@ -311,11 +508,19 @@ def test_near_variants_get_their_own_reason_or_the_generic_one(lesson_id, tmp_pa
     chinese, _ = answer_checker(tmp_path, lesson_id, "zh-CN")
     for result in results.values():
         for case in result["cases"]:
-            if case["status"] != "fail" or case["reason"] in ("wrong_shape", "wrong_dtype", "not_tensor"):
+            if case["status"] != "fail" or case["reason"] in (
+                "wrong_shape",
+                "wrong_dtype",
+                "not_tensor",
+            ):
                 continue
             for module in (checker, chinese):
                 why = module.msg("why", text=module.LESSON["reasons"][case["reason"]])
-                assert why in module.case_detail(case), (case["id"], case["reason"], module.LESSON["locale"])
+                assert why in module.case_detail(case), (
+                    case["id"],
+                    case["reason"],
+                    module.LESSON["locale"],
+                )
 
 
 @pytest.mark.cuda
@@ -324,9 +529,13 @@ def test_the_same_reasons_on_a_gpu(lesson_id, tmp_path):
     """On a GPU the inputs sit in the same NaN guard bands: every variant above shows the same
     reason there (and long_k fails a float16 accumulator, not the answer)."""
     spec = LESSONS[lesson_id]
-    variants = {name: variant for name, variant in spec["variants"].items() if name not in GPU_ARITHMETIC}
+    variants = {
+        name: variant for name, variant in spec["variants"].items() if name not in GPU_ARITHMETIC
+    }
     variants["the answer"] = ([], {})
-    checker, shown, _ = run_variants(tmp_path, lesson_id, variants, spec["cases"], interpreter=False)
+    checker, shown, _ = run_variants(
+        tmp_path, lesson_id, variants, spec["cases"], interpreter=False
+    )
     for (name, case), allowed in GPU_MAY_DIFFER.items():
         if name in shown and shown[name].get(case) in allowed:
             shown[name][case] = variants[name][1].get(case, "pass")
@@ -345,12 +554,18 @@ def test_classify_gets_the_inputs_storage_only_when_it_asks(tmp_path):
     """A classify of 5 parameters gets views (each input's whole storage, strides, offset); one of
     4 keeps working without them."""
     import torch
+
     checker, _ = answer_checker(tmp_path, "lesson04_add_bias")
     case = next(c for c in checker.LESSON["cases"] if c["id"] == "bias_sliced")
     made = checker.make_inputs(torch, case)
     bias = dict((name, view) for name, _, view in made)["bias"]
     flat, strides, offset = checker.storage_views(torch, made, "cpu")["bias"]
-    assert strides == (2,) and offset == 0 and flat.dtype == torch.float64 and flat.numel() == 2 * bias.numel()
+    assert (
+        strides == (2,)
+        and offset == 0
+        and flat.dtype == torch.float64
+        and flat.numel() == 2 * bias.numel()
+    )
     assert torch.equal(flat[::2], bias.double())
     seen = []
 
@@ -364,7 +579,7 @@ def test_classify_gets_the_inputs_storage_only_when_it_asks(tmp_path):
 
     expected, got = torch.zeros(2, dtype=torch.float64), torch.ones(2, dtype=torch.float64)
     bad = got != expected
-    storage = lambda: checker.storage_views(torch, made, "cpu")   # noqa: E731
+    storage = lambda: checker.storage_views(torch, made, "cpu")  # noqa: E731
     try:
         for classify, reason in ((four, "misplaced"), (five, "x_misread")):
             checker.REFERENCE.clear()
@@ -383,13 +598,19 @@ def test_the_gate_fails_a_mistake_whose_reason_is_not_the_one_shown(tmp_path, ca
     lesson = content / "lessons" / "lesson01_scale" / "lesson.yaml"
     text = lesson.read_text(encoding="utf-8")
     assert text.count("reason: wrote_past_end}") == 1
-    lesson.write_text(text.replace("reason: wrote_past_end}", "reason: wrong_value}"), encoding="utf-8")
-    code = main(["build", "--content", str(content), "--runner", "interpreter", "--no-notebook", "-j", "2"])
+    lesson.write_text(
+        text.replace("reason: wrote_past_end}", "reason: wrong_value}"), encoding="utf-8"
+    )
+    code = main(
+        ["build", "--content", str(content), "--runner", "interpreter", "--no-notebook", "-j", "2"]
+    )
     err = capsys.readouterr().err
     assert code == 1
     assert "mistake:store_unmasked" in err
     for case in ("small", "tail"):
-        assert f"{case}: the checker shows 'wrote_past_end', the mistake declares 'wrong_value'" in err, err
+        assert (
+            f"{case}: the checker shows 'wrote_past_end', the mistake declares 'wrong_value'" in err
+        ), err
 
 
 def test_lesson4_tells_the_wrong_axis_in_bfloat16_and_nothing_by_chance():
@@ -401,8 +622,10 @@ def test_lesson4_tells_the_wrong_axis_in_bfloat16_and_nothing_by_chance():
     import zlib
 
     import torch
+
     spec = importlib.util.spec_from_file_location(
-        "lesson4_reference", REPO / "content" / "lessons" / "lesson04_add_bias" / "reference.py")
+        "lesson4_reference", REPO / "content" / "lessons" / "lesson04_add_bias" / "reference.py"
+    )
     reference = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(reference)
 
@@ -419,12 +642,21 @@ def test_lesson4_tells_the_wrong_axis_in_bfloat16_and_nothing_by_chance():
 
         expected = rounded(x + b[None, :])
         m, n = torch.arange(rows)[:, None], torch.arange(cols)[None, :]
-        column = (n // block) * block + m % block    # the kernel's `xv + bv[:, None]`, 32 x 32 tiles
-        along_rows = rounded(x + torch.where(column < cols, b[column.clamp(max=cols - 1)], torch.zeros(())))
+        column = (n // block) * block + m % block  # the kernel's `xv + bv[:, None]`, 32 x 32 tiles
+        along_rows = rounded(
+            x + torch.where(column < cols, b[column.clamp(max=cols - 1)], torch.zeros(()))
+        )
         inputs = {"x": x, "bias": b[None, :].expand(rows, cols)}
-        assert reference.classify(inputs, expected, along_rows, along_rows != expected) == "bias_wrong_axis", dtype
-        for name, got in {"no bias": x, "bias twice": rounded(x + 2 * b[None, :]), "x twice": rounded(2 * x + b[None, :]),
-                          "x - bias": rounded(x - b[None, :])}.items():
+        assert (
+            reference.classify(inputs, expected, along_rows, along_rows != expected)
+            == "bias_wrong_axis"
+        ), dtype
+        for name, got in {
+            "no bias": x,
+            "bias twice": rounded(x + 2 * b[None, :]),
+            "x twice": rounded(2 * x + b[None, :]),
+            "x - bias": rounded(x - b[None, :]),
+        }.items():
             assert reference.classify(inputs, expected, got, got != expected) is None, (dtype, name)
 
 
@@ -437,12 +669,21 @@ def test_bfloat16_made_by_the_code_is_told_apart_from_a_dtype_check(tmp_path):
     assert makes("y = x.to(tl.bfloat16)") and makes("z = tl.zeros((4,), dtype=tl.bfloat16)")
     assert makes("a = a.to(torch.bfloat16)") and makes('a = a.to(dtype="bf16")')
     assert not makes("assert x.dtype in (torch.float32, torch.float16, torch.bfloat16)")
-    assert not makes("# acc = acc.to(tl.bfloat16)\nacc = acc.to(tl.float32)") and not makes("def (:")
+    assert not makes("# acc = acc.to(tl.bfloat16)\nacc = acc.to(tl.float32)") and not makes(
+        "def (:"
+    )
     code = "acc = tl.dot(av.to(tl.bfloat16), bv, acc)"
     failed = {"status": "fail", "reason": "wrong_value", "count": 4}
     assert checker.in_interpreter(failed, code) == dict(failed, reason="bf16_interpreter")
-    assert checker.in_interpreter(dict(failed, reason="last_slab_only"), code)["reason"] == "bf16_interpreter"
-    for kept in ({"status": "pass"}, dict(failed, reason="unwritten"), dict(failed, reason="wrote_past_end")):
+    assert (
+        checker.in_interpreter(dict(failed, reason="last_slab_only"), code)["reason"]
+        == "bf16_interpreter"
+    )
+    for kept in (
+        {"status": "pass"},
+        dict(failed, reason="unwritten"),
+        dict(failed, reason="wrote_past_end"),
+    ):
         assert checker.in_interpreter(kept, code) == kept
     assert checker.in_interpreter(failed, "acc = tl.dot(av, bv, acc)") == failed
 
@@ -457,10 +698,15 @@ def test_nan_is_never_explained_by_a_factor_and_proves_a_read_past_the_end_only_
 
     import torch
     from generator.checker.trusted import verdict
-    spec = importlib.util.spec_from_file_location("lesson5_reference", REPO / "content" / "lessons" / "lesson05_softmax" / "reference.py")
+
+    spec = importlib.util.spec_from_file_location(
+        "lesson5_reference", REPO / "content" / "lessons" / "lesson05_softmax" / "reference.py"
+    )
     reference = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(reference)
-    x = torch.linspace(-3, 3, 8 * 16, dtype=torch.float64).reshape(8, 16)   # a power of two: no padding lanes
+    x = torch.linspace(-3, 3, 8 * 16, dtype=torch.float64).reshape(
+        8, 16
+    )  # a power of two: no padding lanes
     expected = torch.softmax(x, dim=1)
     got = expected.clone()
     got[2:5] = float("nan")

@@ -20,8 +20,19 @@ def test_editions(rendered, locale):
     lesson = content.lessons["lesson03_relu"]
     exercise = groups[("lesson03_relu", locale)]["exercise"][1]
     answer = groups[("lesson03_relu", locale)]["answer"][1]
-    assert set(exercise.files) == set(answer.files) - {"fused.py"} == {
-        "relu.py", "lesson.md", "lesson.html", "lesson.ipynb", "check.py", "requirements.txt", "bench.py"}
+    assert (
+        set(exercise.files)
+        == set(answer.files) - {"fused.py"}
+        == {
+            "relu.py",
+            "lesson.md",
+            "lesson.html",
+            "lesson.ipynb",
+            "check.py",
+            "requirements.txt",
+            "bench.py",
+        }
+    )
     assert b"______" in exercise.files["relu.py"] and b"______" not in answer.files["relu.py"]
     assert lesson.solution.fill.encode() in answer.files["relu.py"]
     text = lesson.texts[locale]
@@ -44,15 +55,23 @@ def test_notebook_is_valid_and_tagged(rendered, edition):
     assert tags == ["setup", "exercise", "check"]
     exercise_cell = next(c for c in nb.cells if "exercise" in c.metadata.get("tags", []))
     kernel = pack.files["relu.py"].decode()
-    assert exercise_cell.source + "\n" == kernel[:kernel.index("\n\nif __name__")].rstrip() + "\n"
-    assert "__main__" not in exercise_cell.source   # a notebook runs cells as __main__: no demo there
+    assert exercise_cell.source + "\n" == kernel[: kernel.index("\n\nif __name__")].rstrip() + "\n"
+    assert (
+        "__main__" not in exercise_cell.source
+    )  # a notebook runs cells as __main__: no demo there
 
 
 def test_navigation_names_planned_lessons(rendered):
     _, groups = rendered
     md = groups[("lesson03_relu", "en")]["exercise"][1].files["lesson.md"].decode()
-    assert "**Previous:** Lesson 2: Load/store and vector addition (separate pack: lesson02_vector_add-en-exercise.zip)" in md
-    assert "**Next:** Lesson 4: 2-D grids, strides and a broadcast bias (separate pack: lesson04_add_bias-en-exercise.zip)" in md
+    assert (
+        "**Previous:** Lesson 2: Load/store and vector addition (separate pack: lesson02_vector_add-en-exercise.zip)"
+        in md
+    )
+    assert (
+        "**Next:** Lesson 4: 2-D grids, strides and a broadcast bias (separate pack: lesson04_add_bias-en-exercise.zip)"
+        in md
+    )
 
 
 def test_exercise_checker_holds_three_hints_answer_four(rendered):
@@ -66,6 +85,7 @@ def test_exercise_checker_holds_three_hints_answer_four(rendered):
 
 def checker_data(source: bytes) -> dict:
     from tests.conftest import lesson_data
+
     return lesson_data(source)
 
 
@@ -74,6 +94,7 @@ def test_a_bundle_pack_may_take_check_py_from_the_lone_pack(rendered):
     checker's data must not depend on the bundle. Rendered both ways, every file is the same."""
     from generator.render.render import LessonContext, jinja_env, render_pack
     from generator.files.resources import TEMPLATES
+
     content, groups = rendered
     env = jinja_env(TEMPLATES)
     for (lesson_id, locale), editions in groups.items():
@@ -90,11 +111,14 @@ def test_a_notebook_is_validated_once_per_shape_and_an_invalid_one_still_fails()
     from generator.content.markdown import Cell
     from generator.files.memo import current
     from generator.render.notebook import validate_notebook, build_notebook
+
     cells = [Cell("markdown", "# Title"), Cell("code", "x = 1", "exercise")]
     build_notebook(cells, "en", "T")
     shapes = current().sizes()["notebook.valid"]
-    build_notebook([Cell("markdown", "# Other words"), Cell("code", "y = 2", "exercise")], "en", "T")
-    assert current().sizes()["notebook.valid"] == shapes   # the same shape: not validated again
+    build_notebook(
+        [Cell("markdown", "# Other words"), Cell("code", "y = 2", "exercise")], "en", "T"
+    )
+    assert current().sizes()["notebook.valid"] == shapes  # the same shape: not validated again
     good = json.loads(build_notebook(cells, "en", "T"))
     for cell in good["cells"]:
         cell["source"] = "".join(cell["source"])

@@ -18,7 +18,7 @@ from tests.review_fixture import answer_set, make_folder, student
 @pytest.fixture
 def folder(tmp_path):
     answers = {"s001": answer_set(), "s002": answer_set("two\nlines"), "s003": answer_set()}
-    answers["s001"]["parts"]["q1"]["text"] = "=cmd|' /C calc'!A0"   # a spreadsheet would run it
+    answers["s001"]["parts"]["q1"]["text"] = "=cmd|' /C calc'!A0"  # a spreadsheet would run it
     folder = make_folder(tmp_path, students=[student(1), student(2), student(3)], answers=answers)
     sync(folder)
     return folder
@@ -32,8 +32,16 @@ def test_round_trip(folder, tmp_path):
     sheet = tmp_path / "sheet.csv"
     assert export_sheet(folder, sheet) == 12
     rows = _rows(sheet)
-    assert list(rows[0]) == ["student_id", "part", "answer", "answer_status", "points", "max_points", "comment",
-                             "version"]
+    assert list(rows[0]) == [
+        "student_id",
+        "part",
+        "answer",
+        "answer_status",
+        "points",
+        "max_points",
+        "comment",
+        "version",
+    ]
     assert rows[1]["answer"] == "'=cmd|' /C calc'!A0"
     assert rows[4]["answer"] == "explanation: two\nlines" and rows[1]["max_points"] == "2"
     rows[1].update(points="1.5", comment="=looks like a formula")
@@ -41,13 +49,16 @@ def test_round_trip(folder, tmp_path):
     _write(sheet, rows)
     assert import_sheet(folder, sheet, "ann") == 2
     scores = Gradebook(folder).scores()
-    assert scores[("s001", "q1")].points == 1.5 and scores[("s001", "q1")].comment == "=looks like a formula"
+    assert (
+        scores[("s001", "q1")].points == 1.5
+        and scores[("s001", "q1")].comment == "=looks like a formula"
+    )
     assert scores[("s002", "q1")].points == 2
     grades = {r["student_id"]: r for r in _rows(folder / "grades.csv")}
     assert grades["s001"]["manual_q1"] == "1.5"
-    assert import_sheet(folder, sheet, "ann") == 0   # the same sheet again: nothing changed
+    assert import_sheet(folder, sheet, "ann") == 0  # the same sheet again: nothing changed
     assert "=looks like a formula" in (folder / "feedback" / "s001.md").read_text(encoding="utf-8")
-    semicolons = tmp_path / "semicolons.csv"   # as a spreadsheet with a decimal comma saves it
+    semicolons = tmp_path / "semicolons.csv"  # as a spreadsheet with a decimal comma saves it
     semicolons.write_text("student_id;part;points;comment\ns003;q3;1,5;ok\n", encoding="utf-8")
     assert import_sheet(folder, semicolons, "ann") == 1
     assert Gradebook(folder).scores()[("s003", "q3")].points == 1.5
@@ -65,20 +76,24 @@ def test_bad_sheet_is_refused_whole_with_locations(folder, tmp_path):
     sheet = tmp_path / "sheet.csv"
     export_sheet(folder, sheet)
     rows = _rows(sheet)
-    rows[0].update(points="1")                  # fine on its own, but nothing may be written
-    rows[1].update(points="3")                  # above max 2
-    rows[2].update(points="-1")                 # below 0
-    rows[3].update(points="two")                # not a number
-    rows[5].update(student_id="s999")           # unknown student
-    rows[6].update(part="q7")                   # unknown part
+    rows[0].update(points="1")  # fine on its own, but nothing may be written
+    rows[1].update(points="3")  # above max 2
+    rows[2].update(points="-1")  # below 0
+    rows[3].update(points="two")  # not a number
+    rows[5].update(student_id="s999")  # unknown student
+    rows[6].update(part="q7")  # unknown part
     _write(sheet, rows)
     with pytest.raises(ReviewError) as refused:
         import_sheet(folder, sheet, "ann")
     text = str(refused.value)
     # s002's answer spans two lines: the rows after it start one line later
-    for expected in (f"{sheet}:3:5: points: 3 is above the part's 2", f"{sheet}:4:5: points: -1 is below 0",
-                     f"{sheet}:5:5: points: 'two' is not a number", f"{sheet}:8:1: student_id: unknown student 's999'",
-                     f"{sheet}:10:2: part: unknown part 'q7'"):
+    for expected in (
+        f"{sheet}:3:5: points: 3 is above the part's 2",
+        f"{sheet}:4:5: points: -1 is below 0",
+        f"{sheet}:5:5: points: 'two' is not a number",
+        f"{sheet}:8:1: student_id: unknown student 's999'",
+        f"{sheet}:10:2: part: unknown part 'q7'",
+    ):
         assert expected in text, text
     assert Gradebook(folder).scores() == {}
 
@@ -106,7 +121,12 @@ def test_cli_sheet_errors_without_traceback(folder, tmp_path, capsys):
 
 def test_cli_refuses_a_folder_that_is_not_a_grading(tmp_path, capsys):
     assert main(["review", str(tmp_path)]) == 1
-    assert main(["review", "export", str(tmp_path), "--format", "otter", "-o", str(tmp_path / "x.csv")]) == 1
+    assert (
+        main(
+            ["review", "export", str(tmp_path), "--format", "otter", "-o", str(tmp_path / "x.csv")]
+        )
+        == 1
+    )
     err = capsys.readouterr().err
     assert err.count("not a grading folder (no grades.csv") == 2 and "Traceback" not in err
     assert not (tmp_path / "x.csv").exists()

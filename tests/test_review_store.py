@@ -23,7 +23,7 @@ REPO = Path(__file__).resolve().parent.parent
 @pytest.fixture
 def book(tmp_path) -> Gradebook:
     folder = make_folder(tmp_path)
-    assert sync(folder) == []   # the first sync: nothing to compare with
+    assert sync(folder) == []  # the first sync: nothing to compare with
     return Gradebook(folder)
 
 
@@ -39,7 +39,7 @@ def test_sync_fills_students_answers_and_wal(book):
 def test_score_versions_and_stale_conflict(book):
     first = book.set_score("s001", "q1", 2, "good", 0, "ann")
     assert first.version == 1
-    with pytest.raises(Conflict) as stale:   # bob opened the page before ann saved
+    with pytest.raises(Conflict) as stale:  # bob opened the page before ann saved
         book.set_score("s001", "q1", 1, "meh", 0, "bob")
     assert stale.value.current == {"points": 2, "comment": "good", "version": 1, "grader": "ann"}
     assert book.scores()[("s001", "q1")].points == 2
@@ -48,16 +48,19 @@ def test_score_versions_and_stale_conflict(book):
 
 def test_two_graders_different_parts_both_kept(book):
     book.set_score("s001", "q1", 2, "", 0, "ann")
-    book.set_score("s001", "q2", 1, "", 0, "bob")   # a different part: its own version
+    book.set_score("s001", "q2", 1, "", 0, "bob")  # a different part: its own version
     scores = book.scores(student="s001")
     assert (scores[("s001", "q1")].points, scores[("s001", "q2")].points) == (2, 1)
 
 
 def test_refuses_out_of_range_unknown_part_student_and_auto_part(book):
-    for args, what in ((("s001", "q1", 2.5), "outside 0..2"), (("s001", "q1", -1), "outside"),
-                       (("s001", "q9", 1), "not a manually graded part"),
-                       (("s001", "normal", 1), "not a manually graded part"),
-                       (("nobody", "q1", 1), "no such student")):
+    for args, what in (
+        (("s001", "q1", 2.5), "outside 0..2"),
+        (("s001", "q1", -1), "outside"),
+        (("s001", "q9", 1), "not a manually graded part"),
+        (("s001", "normal", 1), "not a manually graded part"),
+        (("nobody", "q1", 1), "no such student"),
+    ):
         with pytest.raises(ReviewError, match=what):
             book.set_score(*args, "", 0, "ann")
     assert book.scores() == {} and book.log() == []
@@ -79,7 +82,10 @@ def test_log_is_append_only_who_what_when(book):
     book.set_score("s001", "q1", 2, "a", 0, "ann")
     book.set_score("s001", "q1", 1, "b", 1, "bob")
     log = book.log()
-    assert [(e["who"], e["what"], e["item"]) for e in log] == [("ann", "score", "q1"), ("bob", "score", "q1")]
+    assert [(e["who"], e["what"], e["item"]) for e in log] == [
+        ("ann", "score", "q1"),
+        ("bob", "score", "q1"),
+    ]
     assert json.loads(log[1]["before"]) == {"points": 2, "comment": "a"}
     assert log[0]["at"] <= log[1]["at"]
 
@@ -111,16 +117,31 @@ def test_a_killed_process_loses_nothing_it_said_was_saved(book):
     score = book.scores()[("s001", "q1")]
     assert (score.points, score.comment, score.version) == (2, "saved before the kill", 1)
     assert [e["who"] for e in book.log()] == ["ann"]
-    assert book.set_score("s001", "q2", 1, "", 0, "bob").version == 1   # not left locked
+    assert book.set_score("s001", "q2", 1, "", 0, "bob").version == 1  # not left locked
 
 
 def test_regrade_keeps_manual_scores_and_lists_changed_results(tmp_path, book):
     book.set_score("s002", "q1", 2, "kept", 0, "ann")
     book.set_veto("s002", "lucky_result", True, "wrong reasoning", 0, "ann")
     new = tmp_path / "new"
-    students = [student(1), student(2, points={"normal": 1, "boundary": 0}, cases=[
-        {"id": "seed", "group": "normal", "status": "fail", "name": "seed", "reason": "nan"},
-        {"id": "tail", "group": "boundary", "status": "pass", "name": "tail", "reason": ""}]), student(3)]
+    students = [
+        student(1),
+        student(
+            2,
+            points={"normal": 1, "boundary": 0},
+            cases=[
+                {
+                    "id": "seed",
+                    "group": "normal",
+                    "status": "fail",
+                    "name": "seed",
+                    "reason": "nan",
+                },
+                {"id": "tail", "group": "boundary", "status": "pass", "name": "tail", "reason": ""},
+            ],
+        ),
+        student(3),
+    ]
     fresh = make_folder(new, students=students)
     assert carry_over(book.folder, fresh)
     changed = sync(fresh)
@@ -138,16 +159,20 @@ def test_regrade_keeps_manual_scores_and_lists_changed_results(tmp_path, book):
 
 def test_many_graders_at_once_lose_nothing(book):
     import threading
+
     errors = []
 
     def grade(part: str, grader: str) -> None:
         try:
             for sid in ("s001", "s002", "s003"):
                 book.set_score(sid, part, 1, grader, 0, grader)
-        except Exception as exc:   # noqa: BLE001 - any failure is the test's
+        except Exception as exc:  # noqa: BLE001 - any failure is the test's
             errors.append(exc)
-    threads = [threading.Thread(target=grade, args=(part, f"g{i}")) for i, part in enumerate(("q1", "q2", "q3",
-                                                                                                "explanation"))]
+
+    threads = [
+        threading.Thread(target=grade, args=(part, f"g{i}"))
+        for i, part in enumerate(("q1", "q2", "q3", "explanation"))
+    ]
     for t in threads:
         t.start()
     for t in threads:

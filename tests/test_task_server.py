@@ -17,12 +17,16 @@ import pytest
 from generator.runners import local as runners
 from generator.runners.local import Runner
 
-pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the task server is Linux only")
+pytestmark = pytest.mark.skipif(
+    not sys.platform.startswith("linux"), reason="the task server is Linux only"
+)
 
 
 @pytest.fixture(scope="module")
 def runner(tmp_path_factory) -> Runner:
-    runner = Runner("interpreter", sys.executable, cache_dir=tmp_path_factory.mktemp("triton-cache"))
+    runner = Runner(
+        "interpreter", sys.executable, cache_dir=tmp_path_factory.mktemp("triton-cache")
+    )
     runner.warm_up()
     yield runner
 
@@ -39,12 +43,15 @@ def server_of(runner: Runner) -> runners.TaskServer:
 
 
 def test_a_task_runs_in_a_child_that_already_has_torch(runner, tmp_path):
-    argv = script(tmp_path, """
+    argv = script(
+        tmp_path,
+        """
         import os, sys
         print("torch" in sys.modules, "triton" in sys.modules, os.environ["TRITON_INTERPRET"], os.getcwd())
         print("to stderr", file=sys.stderr)
         sys.exit(3)
-    """)
+    """,
+    )
     result = runner.run([*argv], tmp_path, timeout=120)
     assert result.returncode == 3, result.stderr
     assert result.stdout.split() == ["True", "True", "1", str(tmp_path.resolve())]
@@ -62,18 +69,21 @@ def test_a_crash_fails_its_task_only(runner, tmp_path):
 
 def test_a_hang_is_killed_with_its_children_at_the_timeout(runner, tmp_path):
     marker = tmp_path / "grandchild.pid"
-    hang = script(tmp_path, f"""
+    hang = script(
+        tmp_path,
+        f"""
         import subprocess, sys, time
         child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
         open({str(marker)!r}, "w").write(str(child.pid))
         time.sleep(120)
-    """)
+    """,
+    )
     start = time.monotonic()
     result = runner.run(hang, tmp_path, timeout=3)
     assert result.timed_out and result.returncode == 124
     assert time.monotonic() - start < 30
     grandchild = int(marker.read_text())
-    for _ in range(50):   # killed with its process group: gone, or a zombie until something reaps it
+    for _ in range(50):  # killed with its process group: gone, or a zombie until something reaps it
         if not running(grandchild):
             break
         time.sleep(0.1)
@@ -103,7 +113,9 @@ def test_a_dead_server_answers_none_and_is_replaced(runner, tmp_path):
         if not server.alive:
             break
         time.sleep(0.05)
-    assert server.run(["task.py"], tmp_path, 10, dict(os.environ)) is None   # run() then starts a process
+    assert (
+        server.run(["task.py"], tmp_path, 10, dict(os.environ)) is None
+    )  # run() then starts a process
     result = runner.run(script(tmp_path, "print('again')\n"), tmp_path, timeout=120)
     assert (result.returncode, result.stdout.strip()) == (0, "again")
     assert server_of(runner) is not server
@@ -115,20 +127,38 @@ def test_no_server_for_a_command_runner_or_when_switched_off(monkeypatch):
     assert Runner("interpreter", sys.executable)._server({}) is None
 
 
-NOTEBOOK = {"cells": [
-    {"cell_type": "markdown", "metadata": {}, "source": "# t"},
-    {"cell_type": "code", "metadata": {"tags": ["setup"]}, "source": "x = 2\nprint('set up')"},
-    {"cell_type": "code", "metadata": {"tags": ["check"]}, "source": ["print('checked', x * 21)\n"]},
-]}
+NOTEBOOK = {
+    "cells": [
+        {"cell_type": "markdown", "metadata": {}, "source": "# t"},
+        {"cell_type": "code", "metadata": {"tags": ["setup"]}, "source": "x = 2\nprint('set up')"},
+        {
+            "cell_type": "code",
+            "metadata": {"tags": ["check"]},
+            "source": ["print('checked', x * 21)\n"],
+        },
+    ]
+}
 
 
 def run_cells(notebook: dict, tmp_path: Path) -> dict:
     """verify_job.execute_cells in a process of its own (IPython's shell is a per-process singleton)."""
     (tmp_path / "nb.json").write_text(json.dumps(notebook), encoding="utf-8")
-    code = ("import json, sys; sys.path.insert(0, sys.argv[1]); import verify_job;"
-            "print(json.dumps(verify_job.execute_cells(json.load(open('nb.json')))))")
-    done = subprocess.run([sys.executable, "-c", code, str(Path(runners.__file__).parent.parent / "checker" / "jobs")],
-                          cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    code = (
+        "import json, sys; sys.path.insert(0, sys.argv[1]); import verify_job;"
+        "print(json.dumps(verify_job.execute_cells(json.load(open('nb.json')))))"
+    )
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            code,
+            str(Path(runners.__file__).parent.parent / "checker" / "jobs"),
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout.strip().splitlines()[-1])
 
@@ -151,12 +181,16 @@ def test_a_failing_cell_stops_the_notebook_and_is_named(tmp_path):
 def test_the_timeout_counts_from_the_start_of_the_task_and_env_is_the_tasks(tmp_path, monkeypatch):
     """A fresh server is still importing torch when the task is sent: that wait is not the task's."""
     monkeypatch.setenv("COURSEPACK_TEST_VALUE", "first")
-    monkeypatch.setenv("OMP_NUM_THREADS", "3")   # read when torch is imported: a server of its own
+    monkeypatch.setenv("OMP_NUM_THREADS", "3")  # read when torch is imported: a server of its own
     runner = Runner("interpreter", sys.executable, cache_dir=tmp_path / "own-cache")
-    argv = script(tmp_path, "import os, time\ntime.sleep(1)\nprint(os.environ['COURSEPACK_TEST_VALUE'])\n")
+    argv = script(
+        tmp_path, "import os, time\ntime.sleep(1)\nprint(os.environ['COURSEPACK_TEST_VALUE'])\n"
+    )
     result = runner.run(argv, tmp_path, timeout=2.5)
     assert (result.returncode, result.stdout.strip(), result.timed_out) == (0, "first", False)
-    monkeypatch.setenv("COURSEPACK_TEST_VALUE", "second")   # not an import-time variable: same server
+    monkeypatch.setenv(
+        "COURSEPACK_TEST_VALUE", "second"
+    )  # not an import-time variable: same server
     server = server_of(runner)
     assert runner.run(argv, tmp_path, timeout=30).stdout.strip() == "second"
     assert server_of(runner) is server
@@ -166,9 +200,14 @@ def test_closing_the_server_stops_the_tasks_still_running(runner, tmp_path):
     """The build's end (its stdin closes, however the build ends) leaves no task running. The
     module's server is closed: this test comes last in the file."""
     marker = tmp_path / "task.pid"
-    argv = script(tmp_path, f"import os, time\nopen({str(marker)!r}, 'w').write(str(os.getpid()))\ntime.sleep(300)\n")
+    argv = script(
+        tmp_path,
+        f"import os, time\nopen({str(marker)!r}, 'w').write(str(os.getpid()))\ntime.sleep(300)\n",
+    )
     results = []
-    worker = threading.Thread(target=lambda: results.append(runner.run(argv, tmp_path, timeout=300)))
+    worker = threading.Thread(
+        target=lambda: results.append(runner.run(argv, tmp_path, timeout=300))
+    )
     worker.start()
     for _ in range(600):
         if marker.exists() and marker.read_text():

@@ -29,16 +29,25 @@ def test_positions_are_one_based(tmp_path):
 
 def test_duplicate_keys_are_all_reported(tmp_path):
     _, problems = load(tmp_path, "a: 1\nb: 2\na: 3\nb: 4\n")
-    assert problems == ["x.yaml:3:1: a: duplicate key (first defined at line 1)",
-                        "x.yaml:4:1: b: duplicate key (first defined at line 2)"]
+    assert problems == [
+        "x.yaml:3:1: a: duplicate key (first defined at line 1)",
+        "x.yaml:4:1: b: duplicate key (first defined at line 2)",
+    ]
 
 
 def test_a_reused_anchor_is_located_not_a_python_warning(tmp_path):
     with warnings.catch_warnings():
-        warnings.simplefilter("error")   # ruamel's ReusedAnchorWarning would raise here
+        warnings.simplefilter("error")  # ruamel's ReusedAnchorWarning would raise here
         doc, problems = load(tmp_path, "a: &x one\nb: *x\nc: &x two\nd: *x\n")
-    assert problems == ["x.yaml:3:4: anchor &x is defined again (first at line 1); give each anchor its own name"]
-    assert doc.data == {"a": "one", "b": "one", "c": "two", "d": "two"}   # YAML's reading, kept for the rest
+    assert problems == [
+        "x.yaml:3:4: anchor &x is defined again (first at line 1); give each anchor its own name"
+    ]
+    assert doc.data == {
+        "a": "one",
+        "b": "one",
+        "c": "two",
+        "d": "two",
+    }  # YAML's reading, kept for the rest
 
 
 def test_tab_indentation_is_located(tmp_path):
@@ -65,28 +74,33 @@ def test_null_words_become_none(tmp_path):
 
 # ---- scalar values are what YAML 1.2 says they are (issue 10.1: no fold markers) -----------------
 
-SPEC_8_10 = ("a: >\n\n  folded\n  line\n\n  next\n  line\n    * bullet\n\n    * list\n    * lines\n\n"
-             "  last\n  line\n\n# Comment\n")
+SPEC_8_10 = (
+    "a: >\n\n  folded\n  line\n\n  next\n  line\n    * bullet\n\n    * list\n    * lines\n\n"
+    "  last\n  line\n\n# Comment\n"
+)
 
 
-@pytest.mark.parametrize("text, expected", [
-    ("a: >-\n  one\n  two\n  three\n", "one two three"),
-    ("a: >\n  one\n  two\n", "one two\n"),
-    ("a: >+\n  one\n  two\n\n\nb: x\n", "one two\n\n\n"),
-    ("a: >-\n  one\n\n  two\n\n\n  three\n", "one\ntwo\n\nthree"),
-    ("a: >\n  one\n    more indented\n  two\n  three\n", "one\n  more indented\ntwo three\n"),
-    ("a: >-\n  one\n  \ttab-led\n  two\n", "one\n\ttab-led\ntwo"),
-    (SPEC_8_10, "\nfolded line\nnext line\n  * bullet\n\n  * list\n  * lines\n\nlast line\n"),
-    ("a: >2-\n    lead\n  one\n  two\n", "  lead\none two"),
-    ("a:\n  - >-\n    item\n    one\n  - >-\n    item two\n", None),
-    ("a: >-\r\n  one\r\n  two\r\n", "one two"),
-    ("a: |\n  one\n  two\n", "one\ntwo\n"),
-    ("a: |-\n  one\n    two\n", "one\n  two"),
-    ("a: |+\n  one\n\nb: x\n", "one\n\n"),
-    ("a: one\n  two\n\n  three\n", "one two\nthree"),
-    ("a: 'one\n  two\n\n  three'\n", "one two\nthree"),
-    ('a: "one\n  two\\\n  three"\n', "one twothree"),
-])
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("a: >-\n  one\n  two\n  three\n", "one two three"),
+        ("a: >\n  one\n  two\n", "one two\n"),
+        ("a: >+\n  one\n  two\n\n\nb: x\n", "one two\n\n\n"),
+        ("a: >-\n  one\n\n  two\n\n\n  three\n", "one\ntwo\n\nthree"),
+        ("a: >\n  one\n    more indented\n  two\n  three\n", "one\n  more indented\ntwo three\n"),
+        ("a: >-\n  one\n  \ttab-led\n  two\n", "one\n\ttab-led\ntwo"),
+        (SPEC_8_10, "\nfolded line\nnext line\n  * bullet\n\n  * list\n  * lines\n\nlast line\n"),
+        ("a: >2-\n    lead\n  one\n  two\n", "  lead\none two"),
+        ("a:\n  - >-\n    item\n    one\n  - >-\n    item two\n", None),
+        ("a: >-\r\n  one\r\n  two\r\n", "one two"),
+        ("a: |\n  one\n  two\n", "one\ntwo\n"),
+        ("a: |-\n  one\n    two\n", "one\n  two"),
+        ("a: |+\n  one\n\nb: x\n", "one\n\n"),
+        ("a: one\n  two\n\n  three\n", "one two\nthree"),
+        ("a: 'one\n  two\n\n  three'\n", "one two\nthree"),
+        ('a: "one\n  two\\\n  three"\n', "one twothree"),
+    ],
+)
 def test_scalar_values_match_yaml_1_2(tmp_path, text, expected):
     """Every kind of scalar reads as a YAML 1.2 safe loader reads it; ruamel's round-trip composer
     used to leave a U+0007 fold marker at each fold of a folded (`>`) scalar."""
@@ -125,10 +139,10 @@ def test_control_characters_from_escapes_are_located(tmp_path, escape):
 SAME_EITHER_WAY = {
     "folded": "a: >\n  one\n  two\n\n  three\n    indented\n  four\nb: >-\n  x\n  y\n\nc: >+\n  keep\n\n\nd: x\n",
     "literal": "a: |\n  one\n   two\n\n  three\nb: |-\n  x\nc: |+\n  y\n\n\nd: |2\n    lead\n",
-    "quoted": "a: \"tab\\there \\u4e2d \\x41 \\/ \\\\ \\\" \\N \\_\"\nb: 'it''s'\nc: \"multi\n  line\n\n  para\"\n",
-    "plain": "a: multi\n  line plain\n  scalar\nb: 1e3\nc: no\nd: ~\nf: null\ng: \"null\"\n",
-    "flow": "a: [1, \"two\", {x: y, z: [w]}]\nb: {k: v, \"q\": 'r'}\nc: []\nd: {}\n",
-    "cjk": "标题: 中文内容，带有全角标点：冒号\n列表:\n  - 第一\n  - \"第二 中\"\n  - [甲, 乙丙]\n",
+    "quoted": 'a: "tab\\there \\u4e2d \\x41 \\/ \\\\ \\" \\N \\_"\nb: \'it\'\'s\'\nc: "multi\n  line\n\n  para"\n',
+    "plain": 'a: multi\n  line plain\n  scalar\nb: 1e3\nc: no\nd: ~\nf: null\ng: "null"\n',
+    "flow": 'a: [1, "two", {x: y, z: [w]}]\nb: {k: v, "q": \'r\'}\nc: []\nd: {}\n',
+    "cjk": '标题: 中文内容，带有全角标点：冒号\n列表:\n  - 第一\n  - "第二 中"\n  - [甲, 乙丙]\n',
     "aliases": "a: &x {k: v}\nb: *x\nc: &y [1, 2]\nd: *y\ne:\n  <<: *x\n  y: 2\n",
     "comments": "# c\na: 1 # trailing\n# between\nb:\n  # inner\n  - x # y\n",
     "markers": "%YAML 1.2\n---\na: 1\n...\n",
@@ -138,13 +152,14 @@ SAME_EITHER_WAY = {
     "nested": "a:\n  b:\n    c:\n      - d: 1\n        e: [f]\n",
     "key questions": "? a\n: b\n? [c, d]\n: e\n",
     "duplicate key": "a: 1\nb: 2\na: 3\n",
-    "controls": "a: \"\\a bell\"\nb: x\u0085y\n",
+    "controls": 'a: "\\a bell"\nb: x\u0085y\n',
     "scalar root": "just text\n",
 }
 
 
 def _both_ways(tmp_path: Path, text: str, monkeypatch) -> tuple:
     import generator.files.yamlio as yamlio
+
     results = []
     for fast in (True, False):
         with monkeypatch.context() as patch:
@@ -174,9 +189,16 @@ def test_every_content_file_composes_the_same_either_way(tmp_path, monkeypatch):
 
 def test_content_is_composed_by_libyaml(tmp_path):
     from generator.files.yamlio import fast_compose
-    assert fast_compose("a: [b, {c: d}]\n") is not None, "PyYAML with libyaml is in requirements/lock.txt"
-    assert fast_compose("a: [b\n") is None   # a syntax error: ruamel composes it again, for its message
-    assert fast_compose("a: &x 1\nb: &x 2\n") is None   # an anchor defined twice: ruamel's composer notes it
+
+    assert fast_compose("a: [b, {c: d}]\n") is not None, (
+        "PyYAML with libyaml is in requirements/lock.txt"
+    )
+    assert (
+        fast_compose("a: [b\n") is None
+    )  # a syntax error: ruamel composes it again, for its message
+    assert (
+        fast_compose("a: &x 1\nb: &x 2\n") is None
+    )  # an anchor defined twice: ruamel's composer notes it
 
 
 @pytest.mark.parametrize("text", ["a: [1, 2\nb: 3\n", "a: b: c\n", "a: *nope\n", "a:\n\t- x\n"])

@@ -12,9 +12,23 @@ from functools import lru_cache
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-ORDER = ("shared/common", "shared/environment", "trusted/provenance", "trusted/static", "shared/protocol",
-         "trusted/cases", "trusted/verdict", "trusted/memory", "untrusted/worker", "shared/sandbox",
-         "untrusted/zygote", "trusted/supervisor", "trusted/present", "untrusted/bench", "main")
+ORDER = (
+    "shared/common",
+    "shared/environment",
+    "trusted/provenance",
+    "trusted/static",
+    "shared/protocol",
+    "trusted/cases",
+    "trusted/verdict",
+    "trusted/memory",
+    "untrusted/worker",
+    "shared/sandbox",
+    "untrusted/zygote",
+    "trusted/supervisor",
+    "trusted/present",
+    "untrusted/bench",
+    "main",
+)
 DATA_LINE = "LESSON = {}  # coursepack:data"
 INTRODUCTION = """This process never imports the code it checks: it computes every case's inputs and expected
 output, and workers (child processes) import the code, run it and hand back data only, which is
@@ -25,10 +39,17 @@ reasons, messages) are the data block below. Joined by coursepack from generator
 
 def _header() -> str:
     """check.py's docstring: its usage (main.py's) and how it works."""
-    usage = ast.get_docstring(ast.parse((HERE / "main.py").read_text(encoding="utf-8"))).split("\n\n", 1)[1]
+    usage = ast.get_docstring(ast.parse((HERE / "main.py").read_text(encoding="utf-8"))).split(
+        "\n\n", 1
+    )[1]
     usage = "\n".join("    " + line for line in usage.splitlines())
-    return ('#!/usr/bin/env python3\n"""Self-check for one coursepack lesson. Needs only Python, torch and triton.\n\n'
-            + usage + "\n\n" + INTRODUCTION + '\n"""\n')
+    return (
+        '#!/usr/bin/env python3\n"""Self-check for one coursepack lesson. Needs only Python, torch and triton.\n\n'
+        + usage
+        + "\n\n"
+        + INTRODUCTION
+        + '\n"""\n'
+    )
 
 
 class JoinError(Exception):
@@ -42,7 +63,11 @@ def _split(name: str) -> tuple[list[str], str]:
     lines = source.splitlines(keepends=True)
     imports, body_start = [], 0
     for node in tree.body:
-        if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant) and node is tree.body[0]:
+        if (
+            isinstance(node, ast.Expr)
+            and isinstance(node.value, ast.Constant)
+            and node is tree.body[0]
+        ):
             body_start = node.end_lineno
             continue
         if isinstance(node, (ast.Import, ast.ImportFrom)):
@@ -60,9 +85,9 @@ def source_segment(lines: list[str], node: ast.stmt) -> str:
     The offsets are of UTF-8 bytes."""
     first, last = (lines[node.lineno - 1].encode(), lines[node.end_lineno - 1].encode())
     if node.lineno == node.end_lineno:
-        return first[node.col_offset:node.end_col_offset].decode()
-    middle = [line.encode() for line in lines[node.lineno:node.end_lineno - 1]]
-    return b"".join([first[node.col_offset:], *middle, last[:node.end_col_offset]]).decode()
+        return first[node.col_offset : node.end_col_offset].decode()
+    middle = [line.encode() for line in lines[node.lineno : node.end_lineno - 1]]
+    return b"".join([first[node.col_offset :], *middle, last[: node.end_col_offset]]).decode()
 
 
 def _top_level_names(body: str) -> set[str]:
@@ -72,7 +97,13 @@ def _top_level_names(body: str) -> set[str]:
             names.add(node.name)
         elif isinstance(node, ast.Assign):
             names.update(t.id for t in node.targets if isinstance(t, ast.Name))
-            names.update(e.id for t in node.targets if isinstance(t, ast.Tuple) for e in t.elts if isinstance(e, ast.Name))
+            names.update(
+                e.id
+                for t in node.targets
+                if isinstance(t, ast.Tuple)
+                for e in t.elts
+                if isinstance(e, ast.Name)
+            )
     return names
 
 
@@ -85,11 +116,15 @@ def joined() -> str:
         found, body = _split(name)
         for defined in _top_level_names(body):
             if defined in owners:
-                raise JoinError(f"{HERE}/{name}.py: '{defined}' is also defined in {owners[defined]}.py "
-                                "(check.py is one namespace)")
+                raise JoinError(
+                    f"{HERE}/{name}.py: '{defined}' is also defined in {owners[defined]}.py "
+                    "(check.py is one namespace)"
+                )
             owners[defined] = name
         imports += [line for line in found if line not in imports]
-        bodies.append(f"# {'-' * 93}\n# {Path(name).name}.py\n# {'-' * 93}\n\n{body}")   # the file's name alone
+        bodies.append(
+            f"# {'-' * 93}\n# {Path(name).name}.py\n# {'-' * 93}\n\n{body}"
+        )  # the file's name alone
     plain = sorted(i for i in imports if i.startswith("import "))
     froms = sorted(i for i in imports if i.startswith("from "))
     text = _header() + "\n".join(plain + froms) + "\n\n\n" + "\n\n".join(bodies)

@@ -33,8 +33,15 @@ class ArchiveError(CoursepackError):
 def safe_entry(name: str) -> str:
     """A relative, normalised entry name, or an error: no '..', no absolute path, no backslash."""
     normal = posixpath.normpath(name)
-    if (not name or name != normal or normal.startswith(("/", "../")) or normal == ".."
-            or "\\" in name or ":" in name or any(part in ("", ".", "..") for part in name.split("/"))):
+    if (
+        not name
+        or name != normal
+        or normal.startswith(("/", "../"))
+        or normal == ".."
+        or "\\" in name
+        or ":" in name
+        or any(part in ("", ".", "..") for part in name.split("/"))
+    ):
         raise ArchiveError(f"unsafe file name in a pack: {name!r}")
     return normal
 
@@ -56,15 +63,18 @@ def zip_pack(pack: Pack) -> bytes:
 class Entry:
     """A file deflated for a zip (deflated where it is made: a build's worker process)."""
 
-    name: str        # in the pack, without its root
-    packed: bytes    # raw deflate (zip method 8)
+    name: str  # in the pack, without its root
+    packed: bytes  # raw deflate (zip method 8)
     crc: int
     size: int
 
     @classmethod
     def of(cls, name: str, data: bytes) -> "Entry":
         crc = crc32(data)
-        key = (len(data), crc)   # not the bytes themselves: hashing a 3.6 MB page costs as much as its CRC
+        key = (
+            len(data),
+            crc,
+        )  # not the bytes themselves: hashing a 3.6 MB page costs as much as its CRC
         kept = memo.table("archive.deflated", lesson=True)
         found = kept.get(key)
         if found is None or found[0] != data:
@@ -85,7 +95,7 @@ class ZipWriter:
 
     def __init__(self, out: BinaryIO, root: str):
         self.out, self.root, self.offset = out, root, 0
-        self.central: dict[str, bytes] = {}   # name in the pack -> its central directory record
+        self.central: dict[str, bytes] = {}  # name in the pack -> its central directory record
 
     def add(self, name: str, data: bytes) -> None:
         self.write(Entry.of(name, data))
@@ -96,11 +106,18 @@ class ZipWriter:
             raise ArchiveError(f"{self.root}.zip: {item.name} added twice")
         if max(item.size, len(item.packed), self.offset) >= 0xFFFFFFFF:
             raise ArchiveError(f"{self.root}.zip: {item.name} is too large for a zip without ZIP64")
-        flags = 0x800 if not entry.isascii() else 0   # bit 11: the name is UTF-8
-        fields = struct.pack("<HHHHHIII", 20, flags, 8, _DOS_TIME, _DOS_DATE, item.crc, len(item.packed), item.size)
-        self.central[item.name] = (struct.pack("<IH", 0x02014B50, (3 << 8) | 20) + fields
-                                   + struct.pack("<HHHHHII", len(entry), 0, 0, 0, 0, (stat.S_IFREG | FILE_MODE) << 16,
-                                                 self.offset) + entry)
+        flags = 0x800 if not entry.isascii() else 0  # bit 11: the name is UTF-8
+        fields = struct.pack(
+            "<HHHHHIII", 20, flags, 8, _DOS_TIME, _DOS_DATE, item.crc, len(item.packed), item.size
+        )
+        self.central[item.name] = (
+            struct.pack("<IH", 0x02014B50, (3 << 8) | 20)
+            + fields
+            + struct.pack(
+                "<HHHHHII", len(entry), 0, 0, 0, 0, (stat.S_IFREG | FILE_MODE) << 16, self.offset
+            )
+            + entry
+        )
         local = struct.pack("<I", 0x04034B50) + fields + struct.pack("<HH", len(entry), 0) + entry
         self.out.write(local)
         self.out.write(item.packed)
@@ -110,8 +127,13 @@ class ZipWriter:
         central = b"".join(self.central[name] for name in sorted(self.central))
         count = len(self.central)
         if count >= 0xFFFF or self.offset + len(central) >= 0xFFFFFFFF:
-            raise ArchiveError(f"{self.root}.zip: {count} entries, {self.offset} bytes: too many for a zip without ZIP64")
-        self.out.write(central + struct.pack("<IHHHHIIH", 0x06054B50, 0, 0, count, count, len(central), self.offset, 0))
+            raise ArchiveError(
+                f"{self.root}.zip: {count} entries, {self.offset} bytes: too many for a zip without ZIP64"
+            )
+        self.out.write(
+            central
+            + struct.pack("<IHHHHIIH", 0x06054B50, 0, 0, count, count, len(central), self.offset, 0)
+        )
 
 
 LEVEL = 6
@@ -133,16 +155,16 @@ def _deflated_part(data: bytes) -> "_Constant":
     """data deflated and checked, by its bytes alone (pure): the parts are the vendored mermaid and
     the checker's code, the same in every build of a process, and 3.5 MB take a second to deflate."""
     packed = _deflate_part(data)
-    if zlib.decompressobj(-15).decompress(packed) != data:   # checked once, here
+    if zlib.decompressobj(-15).decompress(packed) != data:  # checked once, here
         raise ArchiveError("a constant part does not inflate back to itself")
     return _Constant(packed, zlib.crc32(data), crc_x_power(8 * len(data)))
 
 
 @dataclass(frozen=True)
 class _Constant:
-    packed: bytes   # deflated, byte-aligned (_deflate_part)
-    crc: int        # its CRC-32
-    shift: int      # x^(8 * its length) mod the CRC's polynomial
+    packed: bytes  # deflated, byte-aligned (_deflate_part)
+    crc: int  # its CRC-32
+    shift: int  # x^(8 * its length) mod the CRC's polynomial
 
 
 def _constants() -> dict[bytes, _Constant]:
@@ -170,7 +192,7 @@ def crc_times(a: int, b: int) -> int:
 
 def crc_x_power(n: int) -> int:
     """x^n modulo the CRC-32 polynomial."""
-    result, square = 1 << 31, 1 << 30   # x^0 and x^1
+    result, square = 1 << 31, 1 << 30  # x^0 and x^1
     while n:
         if n & 1:
             result = crc_times(square, result)
@@ -225,8 +247,12 @@ def check_zip(data: bytes, pack: Pack) -> None:
         pass
 
 
-def checked_entries(source: BinaryIO | Path, root: str, names: Iterable[str],
-                    written: dict[str, bytes] | None = None) -> Iterator[tuple[str, bytes]]:
+def checked_entries(
+    source: BinaryIO | Path,
+    root: str,
+    names: Iterable[str],
+    written: dict[str, bytes] | None = None,
+) -> Iterator[tuple[str, bytes]]:
     """A written zip read back, entry by entry (name with its root, bytes), each checked against
     the manifest it holds; names: the files it must hold, no more (without the root). written:
     the files the zip was written from, where the caller has them: an entry that reads back as the
@@ -246,8 +272,11 @@ def checked_entries(source: BinaryIO | Path, root: str, names: Iterable[str],
             data = _read(archive, info)
             name = info.filename.split("/", 1)[1]
             source_bytes = (written or {}).get(name)
-            digest = file_digest(source_bytes) if source_bytes is not None and source_bytes == data else \
-                hashlib.sha256(data).hexdigest()
+            digest = (
+                file_digest(source_bytes)
+                if source_bytes is not None and source_bytes == data
+                else hashlib.sha256(data).hexdigest()
+            )
             if name != "manifest.json" and digest != manifest["files"][name]:
                 raise ArchiveError(f"{root}.zip: {name} does not match its sha256 in the manifest")
             yield info.filename, data
@@ -270,10 +299,15 @@ def _read(archive: zipfile.ZipFile, info: zipfile.ZipInfo) -> bytes:
         at = find_part(raw, part.packed)
         if at >= 0:
             try:
-                before, after = zlib.decompressobj(-15).decompress(raw[:at]), zlib.decompress(raw[at + len(part.packed):], -15)
+                before, after = (
+                    zlib.decompressobj(-15).decompress(raw[:at]),
+                    zlib.decompress(raw[at + len(part.packed) :], -15),
+                )
             except zlib.error as exc:
                 raise ArchiveError(f"{info.filename}: does not inflate: {exc}") from exc
-            crc = zlib.crc32(after, crc_times(part.shift, zlib.crc32(before)) ^ part.crc)   # the part's bytes are known
+            crc = zlib.crc32(
+                after, crc_times(part.shift, zlib.crc32(before)) ^ part.crc
+            )  # the part's bytes are known
             data = b"".join((before, blob, after))
             if len(data) != info.file_size or crc != info.CRC:
                 raise ArchiveError(f"{info.filename}: its size or CRC differs from its header")
@@ -292,6 +326,7 @@ def _exchange(a: Path, b: Path) -> bool:
     """Atomically swap two paths (Linux renameat2 RENAME_EXCHANGE); False where unsupported."""
     try:
         import ctypes
+
         libc = ctypes.CDLL(None, use_errno=True)
         renameat2 = libc.renameat2
     except (OSError, AttributeError):

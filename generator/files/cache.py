@@ -56,7 +56,11 @@ class Store:
         write_json(self.folder / f"{name}.json", value)
 
     def values(self) -> list[Any]:
-        found = [read_json(p) for p in sorted(self.folder.glob("*.json"))] if self.folder.exists() else []
+        found = (
+            [read_json(p) for p in sorted(self.folder.glob("*.json"))]
+            if self.folder.exists()
+            else []
+        )
         return [v for v in found if v is not None]
 
 

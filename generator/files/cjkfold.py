@@ -44,7 +44,9 @@ def _fold(lines: list[str], join, block: bool) -> str:
             continue
         if prev is None:
             parts.append("\n" * blanks)
-        elif block and (line[0] in " \t" or prev[0] in " \t"):   # more-indented lines keep their breaks
+        elif block and (
+            line[0] in " \t" or prev[0] in " \t"
+        ):  # more-indented lines keep their breaks
             parts.append("\n" * (blanks + 1))
         else:
             parts.append("\n" * blanks if blanks else join(prev, line))
@@ -55,7 +57,7 @@ def _fold(lines: list[str], join, block: bool) -> str:
 
 def _block_lines(segment: str) -> list[str] | None:
     header, _, body = segment.partition("\n")
-    if any(ch.isdigit() for ch in header.split("#")[0]):   # an explicit indentation indicator
+    if any(ch.isdigit() for ch in header.split("#")[0]):  # an explicit indentation indicator
         return None
     lines = body.split("\n")
     indents = [len(line) - len(line.lstrip(" ")) for line in lines if line.strip()]
@@ -82,4 +84,4 @@ def rejoin(text: str, start: int, end: int, style: str | None, value: str) -> st
     body = value.rstrip("\n")
     if _fold(lines, lambda a, b: " ", block) != body:
         return value
-    return _fold(lines, joiner, block) + value[len(body):]
+    return _fold(lines, joiner, block) + value[len(body) :]

@@ -30,7 +30,10 @@ class Memo:
 
     def sizes(self) -> dict[str, int]:
         """Entries per table, build-wide and the lesson's ("lesson:" names): for tests."""
-        return {**{k: len(v) for k, v in self.build.items()}, **{f"lesson:{k}": len(v) for k, v in self.lesson.items()}}
+        return {
+            **{k: len(v) for k, v in self.build.items()},
+            **{f"lesson:{k}": len(v) for k, v in self.lesson.items()},
+        }
 
 
 # The memo of the block being run (None outside one): a variable of the running context, set and
@@ -81,7 +84,9 @@ def _kept(lesson: bool) -> Callable[[Callable], Callable]:
             if args not in found:
                 found[args] = function(*args)
             return found[args]
+
         return kept
+
     return decorate
 
 

@@ -22,7 +22,9 @@ class Pack:
     locale: str
     edition: Edition
     files: dict[str, bytes] = field(default_factory=dict)
-    cells: list = field(default_factory=list, compare=False, repr=False)   # lesson.ipynb's (markdown.Cell), as rendered:
+    cells: list = field(
+        default_factory=list, compare=False, repr=False
+    )  # lesson.ipynb's (markdown.Cell), as rendered:
     # finalize_pack fills in the measured values and builds the notebook from them, not from its JSON
 
     @property
@@ -57,7 +59,9 @@ def manifest(pack: Pack, verification: dict | None, digests: dict[str, str] | No
     """sha256 of every file, and how (or whether) the pack was verified. digests: each file's sha256
     where the pack does not hold the files (a course bundle is written to its zip lesson by lesson)."""
     if digests is None:
-        digests = {name: file_digest(data) for name, data in pack.files.items() if name != "manifest.json"}
+        digests = {
+            name: file_digest(data) for name, data in pack.files.items() if name != "manifest.json"
+        }
     entries = {name: digests[name] for name in sorted(digests) if name != "manifest.json"}
     body = {
         "pack": pack.name,

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parent.parent
-MARKER = Path("pack") / "lesson.md.j2"   # a file every template folder of coursepack's holds
+MARKER = Path("pack") / "lesson.md.j2"  # a file every template folder of coursepack's holds
 
 
 def builtin_templates() -> Path:

@@ -27,10 +27,10 @@ from ruamel.yaml.nodes import Node
 from generator.files.cjkfold import rejoin
 from generator.errors import ProblemCollector
 
-try:   # libyaml through PyYAML: the same nodes as ruamel's pure-Python composer, ten times faster
-    from yaml import CBaseLoader as _FastLoader   # no implicit types: every scalar stays text anyway
+try:  # libyaml through PyYAML: the same nodes as ruamel's pure-Python composer, ten times faster
+    from yaml import CBaseLoader as _FastLoader  # no implicit types: every scalar stays text anyway
     from yaml import YAMLError as _FastError
-except ImportError:   # PyYAML without libyaml, or none: ruamel alone
+except ImportError:  # PyYAML without libyaml, or none: ruamel alone
     _FastLoader = None
 
 MAX_CONTENT_BYTES = 1 << 20
@@ -48,10 +48,10 @@ class YamlDoc:
     data: Any
     value_pos: dict[KeyPath, tuple[int, int]] = field(default_factory=dict)
     key_pos: dict[KeyPath, tuple[int, int]] = field(default_factory=dict)
-    valid: bool = True   # cleared when the file's content fails its schema
-    fold_markers: bool = False   # read the pre-10.1 way (see load_yaml)
+    valid: bool = True  # cleared when the file's content fails its schema
+    fold_markers: bool = False  # read the pre-10.1 way (see load_yaml)
     text: str = ""
-    latin_folds: bool = False   # read the pre-39 way: every fold one space (see load_yaml)
+    latin_folds: bool = False  # read the pre-39 way: every fold one space (see load_yaml)
 
     def position(self, keypath: KeyPath, of_key: bool = False) -> tuple[int, int]:
         """Line and column (1-based) of the deepest known part of keypath."""
@@ -76,21 +76,28 @@ def read_text(path: Path, problems: ProblemCollector) -> str | None:
         problems.add(path, f"cannot be read: {exc.strerror}")
         return None
     if len(raw) > MAX_CONTENT_BYTES:
-        problems.add(path, f"file is {len(raw):,} bytes; content files are limited to {MAX_CONTENT_BYTES:,}")
+        problems.add(
+            path, f"file is {len(raw):,} bytes; content files are limited to {MAX_CONTENT_BYTES:,}"
+        )
         return None
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         line = raw[: exc.start].count(b"\n") + 1
         column = exc.start - (raw.rfind(b"\n", 0, exc.start) + 1) + 1
-        problems.add(path, f"not valid UTF-8 (byte 0x{raw[exc.start]:02x}); save the file as UTF-8",
-                     line=line, column=column)
+        problems.add(
+            path,
+            f"not valid UTF-8 (byte 0x{raw[exc.start]:02x}); save the file as UTF-8",
+            line=line,
+            column=column,
+        )
         return None
     return text.removeprefix("\ufeff")
 
 
-def load_yaml(path: Path, problems: ProblemCollector, *, fold_markers: bool = False,
-              latin_folds: bool = False) -> YamlDoc | None:
+def load_yaml(
+    path: Path, problems: ProblemCollector, *, fold_markers: bool = False, latin_folds: bool = False
+) -> YamlDoc | None:
     """The file's data and positions, or None after recording why it cannot be read.
 
     A fold between two CJK characters joins them without a space (generator/files/cjkfold.py).
@@ -114,9 +121,16 @@ def load_yaml(path: Path, problems: ProblemCollector, *, fold_markers: bool = Fa
         problems.add(path, f"YAML syntax: {exc}")
         return None
     for anchor, first_line, line, column in reused:
-        problems.add(path, f"anchor &{anchor} is defined again (first at line {first_line}); "
-                     "give each anchor its own name", line=line, column=column)
-    doc = YamlDoc(path, None, fold_markers=fold_markers, text=text, latin_folds=latin_folds or fold_markers)
+        problems.add(
+            path,
+            f"anchor &{anchor} is defined again (first at line {first_line}); "
+            "give each anchor its own name",
+            line=line,
+            column=column,
+        )
+    doc = YamlDoc(
+        path, None, fold_markers=fold_markers, text=text, latin_folds=latin_folds or fold_markers
+    )
     if root is None:
         problems.add(path, "the file is empty; expected a mapping of keys", line=1, column=1)
         return None
@@ -136,14 +150,22 @@ class _AnchorComposer(Composer):
         event = self.parser.peek_event()
         anchor = None if isinstance(event, AliasEvent) else event.anchor
         if anchor is not None and anchor in self.anchors:
-            first = self.anchors.pop(anchor)   # the new node takes the name, as YAML says
-            self.reused.append((anchor, first.start_mark.line + 1, event.start_mark.line + 1,
-                                event.start_mark.column + 1))
+            first = self.anchors.pop(anchor)  # the new node takes the name, as YAML says
+            self.reused.append(
+                (
+                    anchor,
+                    first.start_mark.line + 1,
+                    event.start_mark.line + 1,
+                    event.start_mark.column + 1,
+                )
+            )
         return super().compose_node(parent, index)
 
 
 @lru_cache(maxsize=256)
-def _compose(text: str, fold_markers: bool) -> tuple[Node | None, tuple[tuple[str, int, int, int], ...]]:
+def _compose(
+    text: str, fold_markers: bool
+) -> tuple[Node | None, tuple[tuple[str, int, int, int], ...]]:
     """The node tree of a text (the slow part of reading YAML in pure Python) and its reused
     anchors. Kept per text: a process that loads the content again (i18n commands, tests) re-reads
     only the files that changed. The tree is never modified: _convert only reads it.
@@ -183,15 +205,29 @@ def _mark(node: Node) -> tuple[int, int]:
 def _convert(node: Node, keypath: KeyPath, doc: YamlDoc, problems: ProblemCollector) -> Any:
     doc.value_pos[keypath] = _mark(node)
     if node.id == "scalar":
-        if not node.style and node.value in NULL_WORDS:   # plain: style None in ruamel, "" in libyaml
+        if (
+            not node.style and node.value in NULL_WORDS
+        ):  # plain: style None in ruamel, "" in libyaml
             return None
         bad = CONTROL.search(node.value)
         if bad and not doc.fold_markers:
             line, column = _mark(node)
-            problems.add(doc.path, f"control character U+{ord(bad.group()):04X} in a text value "
-                         "(an escape such as \\a or \\x1b in quotes); remove it", _dotted(keypath), line, column)
-        if node.style in (None, "", ">") and node.start_mark.line != node.end_mark.line and not doc.latin_folds:
-            return rejoin(doc.text, node.start_mark.index, node.end_mark.index, node.style, node.value)
+            problems.add(
+                doc.path,
+                f"control character U+{ord(bad.group()):04X} in a text value "
+                "(an escape such as \\a or \\x1b in quotes); remove it",
+                _dotted(keypath),
+                line,
+                column,
+            )
+        if (
+            node.style in (None, "", ">")
+            and node.start_mark.line != node.end_mark.line
+            and not doc.latin_folds
+        ):
+            return rejoin(
+                doc.text, node.start_mark.index, node.end_mark.index, node.style, node.value
+            )
         return node.value
     if node.id == "sequence":
         return [_convert(item, keypath + (i,), doc, problems) for i, item in enumerate(node.value)]
@@ -207,8 +243,13 @@ def _convert(node: Node, keypath: KeyPath, doc: YamlDoc, problems: ProblemCollec
             if key in result:
                 line, column = _mark(key_node)
                 first = doc.key_pos[child]
-                problems.add(doc.path, f"duplicate key (first defined at line {first[0]})",
-                             _dotted(child), line, column)
+                problems.add(
+                    doc.path,
+                    f"duplicate key (first defined at line {first[0]})",
+                    _dotted(child),
+                    line,
+                    column,
+                )
                 continue
             doc.key_pos[child] = _mark(key_node)
             result[key] = _convert(value_node, child, doc, problems)

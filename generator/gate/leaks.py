@@ -40,8 +40,8 @@ class LeakError(CoursepackError):
 
 @dataclass(frozen=True)
 class Fingerprint:
-    source: str     # where the secret comes from, e.g. "questions.q1.answer"
-    text: str       # normalised
+    source: str  # where the secret comes from, e.g. "questions.q1.answer"
+    text: str  # normalised
 
 
 # What IGNORED drops, as ASCII bytes: an ASCII text (which NFKC leaves as it is) is normalised by
@@ -90,8 +90,11 @@ def normalise_lines(text: str) -> str:
 
 def fingerprints(lesson: Lesson, locale: str) -> list[Fingerprint]:
     text = lesson.texts[locale]
-    secrets = {"blank fill": [lesson.solution.fill], "hints.4": [text.hints[3]],
-               "solution_note": [text.solution_note]}
+    secrets = {
+        "blank fill": [lesson.solution.fill],
+        "hints.4": [text.hints[3]],
+        "solution_note": [text.solution_note],
+    }
     for qid, question in text.questions.items():
         secrets[f"questions.{qid}.answer"] = [question.answer]
     for pid, part in text.rubric.parts.items():
@@ -120,8 +123,12 @@ def _public_text(lesson: Lesson, locale: str) -> str:
         question.pop("answer")
     for part in data["rubric"]["parts"].values():
         part.pop("reference")
-    exercise = render_code(lesson.solution, lesson.texts[locale].code_comments,
-                           lesson.texts[locale].exercise.todo_comment, answer=False)
+    exercise = render_code(
+        lesson.solution,
+        lesson.texts[locale].code_comments,
+        lesson.texts[locale].exercise.todo_comment,
+        answer=False,
+    )
     # the texts themselves, not their JSON: a line break must stay whitespace (JSON's "\n" would
     # leave an "n" in the normalised text, and a public sentence that wraps would not be found)
     # (the checker's own code, the same in every pack, is public too: fingerprints adds its words)
@@ -131,8 +138,11 @@ def _public_text(lesson: Lesson, locale: str) -> str:
 def scan_files(files: dict[str, bytes], prints: list[Fingerprint], label: str) -> list[str]:
     """Every leak found in a set of files, as readable lines."""
     key = _Prints(prints)
-    return [f"{label}/{where}: contains answer-only material from {source}"
-            for name, data in sorted(files.items()) for where, source in _scan_file(name, data, key)]
+    return [
+        f"{label}/{where}: contains answer-only material from {source}"
+        for name, data in sorted(files.items())
+        for where, source in _scan_file(name, data, key)
+    ]
 
 
 class _Prints(tuple):
@@ -141,7 +151,9 @@ class _Prints(tuple):
 
     def __new__(cls, prints: Iterable[Fingerprint]):
         self = super().__new__(cls, prints)
-        self.digest = hashlib.sha256("\0".join(f"{fp.source}\1{fp.text}" for fp in self).encode()).digest()
+        self.digest = hashlib.sha256(
+            "\0".join(f"{fp.source}\1{fp.text}" for fp in self).encode()
+        ).digest()
         return self
 
 
@@ -154,7 +166,10 @@ def _scan_file(name: str, data: bytes, prints: _Prints) -> list[tuple[str, str]]
     key = (kind, file_digest(data), prints.digest)
     scanned = memo.table("leaks.scanned", lesson=True)
     if key not in scanned:
-        if kind in (".html", ".js"):   # the vendored mermaid is pinned by its sha256: not lesson material
+        if kind in (
+            ".html",
+            ".js",
+        ):  # the vendored mermaid is pinned by its sha256: not lesson material
             data = strip_vendored(data)
         scanned[key] = _first_hits(kind, data, prints)
     return [(name + view, source) for view, source in scanned[key]]
@@ -177,28 +192,47 @@ def _first_found(haystack: str, prints: tuple[Fingerprint, ...]) -> str | None:
     if len(prints) <= MANY_PRINTS or len(haystack) < MIN_CHUNK:
         return next((fp.source for fp in prints if fp.text in haystack), None)
     starts = {fp.text[:MIN_CHUNK] for fp in prints}
-    found = {piece for piece in (haystack[i:i + MIN_CHUNK] for i in range(len(haystack) - MIN_CHUNK + 1))
-             if piece in starts}
-    return next((fp.source for fp in prints
-                 if (len(fp.text) < MIN_CHUNK or fp.text[:MIN_CHUNK] in found) and fp.text in haystack), None)
+    found = {
+        piece
+        for piece in (haystack[i : i + MIN_CHUNK] for i in range(len(haystack) - MIN_CHUNK + 1))
+        if piece in starts
+    }
+    return next(
+        (
+            fp.source
+            for fp in prints
+            if (len(fp.text) < MIN_CHUNK or fp.text[:MIN_CHUNK] in found) and fp.text in haystack
+        ),
+        None,
+    )
 
 
 def scan_pack_zip(pack: Pack, data: bytes, prints: list[Fingerprint], label: str) -> list[str]:
     """The leak scan of the zip that archive.zip_pack made of pack (entry names, the archive comment and every entry's contents), without inflating it again: zip_pack
     read every entry back and checked it against the manifest, so the entries are the pack's files.
     The names and comments are the zip's own."""
-    with zipfile.ZipFile(io.BytesIO(data)) as archive:   # its central directory only
+    with zipfile.ZipFile(io.BytesIO(data)) as archive:  # its central directory only
         meta = {"(zip comment)": archive.comment, **zip_meta(archive.infolist())}
-    return scan_files({**{f"{pack.name}/{name}": body for name, body in pack.files.items()}, **meta}, prints, label)
+    return scan_files(
+        {**{f"{pack.name}/{name}": body for name, body in pack.files.items()}, **meta},
+        prints,
+        label,
+    )
 
 
 def zip_meta(infos: list[zipfile.ZipInfo]) -> dict[str, bytes]:
-    return {"(zip entry names)": "\n".join(i.filename for i in infos).encode(),
-            "(zip entry comments)": b"\n".join(i.comment for i in infos)}
+    return {
+        "(zip entry names)": "\n".join(i.filename for i in infos).encode(),
+        "(zip entry comments)": b"\n".join(i.comment for i in infos),
+    }
 
 
-def scan_bundle(path: Path, entries: Iterable[tuple[str, bytes]], prints: dict[str, list[Fingerprint]],
-                label: str) -> list[str]:
+def scan_bundle(
+    path: Path,
+    entries: Iterable[tuple[str, bytes]],
+    prints: dict[str, list[Fingerprint]],
+    label: str,
+) -> list[str]:
     """A course bundle's zip, its entries read back one at a time (name with its root, bytes, as
     archive.checked_entries gives them, checking each against the manifest): the names in a lesson's
     folder against that lesson's answer material (another lesson's answer may share a phrase with
@@ -213,7 +247,9 @@ def scan_bundle(path: Path, entries: Iterable[tuple[str, bytes]], prints: dict[s
     with zipfile.ZipFile(path) as archive:
         groups: dict[str, list[zipfile.ZipInfo]] = {}
         for info in archive.infolist():
-            groups.setdefault(info.filename.split("/")[1] if info.filename.count("/") > 1 else "", []).append(info)
+            groups.setdefault(
+                info.filename.split("/")[1] if info.filename.count("/") > 1 else "", []
+            ).append(info)
         for folder, infos in groups.items():
             meta = zip_meta(infos) | ({} if folder else {"(zip comment)": archive.comment})
             found += scan_files(meta, prints.get(folder, every) if folder else every, label)
@@ -231,7 +267,7 @@ def _views(kind: str, data: bytes) -> list[tuple[str, str]]:
         except ValueError:
             strings = ""
         views.append((" (decoded)", normalise_lines(strings)))
-    if kind == ".html":   # entities decoded, code outside its highlighting spans
+    if kind == ".html":  # entities decoded, code outside its highlighting spans
         views.append((" (text)", normalise_lines(page_text(text))))
     return views
 

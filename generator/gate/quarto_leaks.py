@@ -14,8 +14,14 @@ from generator.gate.leaks import fingerprints, scan_files
 from generator.render.quarto import ANSWER_DIR, PATH_CHARS, PROFILES, as_written, exercise_view
 
 
-def project_leaks(content: CourseContent, locale: str, source: bytes | Path, label: str,
-                  prints: dict[str, list] | None = None, scanned: frozenset[str] = frozenset()) -> list[str]:
+def project_leaks(
+    content: CourseContent,
+    locale: str,
+    source: bytes | Path,
+    label: str,
+    prints: dict[str, list] | None = None,
+    scanned: frozenset[str] = frozenset(),
+) -> list[str]:
     """The leak scan of a Quarto project zip (its bytes, or its path: read a folder at a time), as
     its exercise profile shows it: every file but the lessons' answer/ folders, each page without
     its answer-profile blocks. Each lesson's folder against that lesson's answer fingerprints, the
@@ -25,7 +31,10 @@ def project_leaks(content: CourseContent, locale: str, source: bytes | Path, lab
     that quarto_lesson scanned as it made them (a build's), not read back. Linear in the course."""
     lessons = {lesson.spec.id: lesson for lesson in content.published}
     prints = prints if prints is not None else {}
-    by_lesson = {lesson_id: prints.get(lesson_id) or fingerprints(lesson, locale) for lesson_id, lesson in lessons.items()}
+    by_lesson = {
+        lesson_id: prints.get(lesson_id) or fingerprints(lesson, locale)
+        for lesson_id, lesson in lessons.items()
+    }
     every = list(dict.fromkeys(fp for lesson_prints in by_lesson.values() for fp in lesson_prints))
     with zipfile.ZipFile(io.BytesIO(source) if isinstance(source, bytes) else source) as archive:
         infos = {info.filename.split("/", 1)[1]: info for info in archive.infolist()}
@@ -40,20 +49,39 @@ def project_leaks(content: CourseContent, locale: str, source: bytes | Path, lab
             files = {name: archive.read(infos[name]) for name in folders[folder]}
             if not folder:
                 found += folder_leaks(files, None, locale, every, mentions, label)
-                found += [f"{leak} (outside the answer profile)" for leak in
-                          scan_files({"(zip entry names)": "\n".join(infos).encode()}, every, label)]
+                found += [
+                    f"{leak} (outside the answer profile)"
+                    for leak in scan_files(
+                        {"(zip entry names)": "\n".join(infos).encode()}, every, label
+                    )
+                ]
             else:
-                found += folder_leaks(files, lessons.get(folder), locale, by_lesson.get(folder, every), mentions, label)
+                found += folder_leaks(
+                    files,
+                    lessons.get(folder),
+                    locale,
+                    by_lesson.get(folder, every),
+                    mentions,
+                    label,
+                )
     return found
 
 
-def folder_leaks(files: dict[str, bytes], lesson: Lesson | None, locale: str, prints: list, mentions: "AnswerMentions",
-                  label: str) -> list[str]:
+def folder_leaks(
+    files: dict[str, bytes],
+    lesson: Lesson | None,
+    locale: str,
+    prints: list,
+    mentions: "AnswerMentions",
+    label: str,
+) -> list[str]:
     """One folder of a project as its exercise profile shows it (files: by project path, the
     answer/ folder left out): the answer-only files its pages name, the answer material it holds."""
     shown = {name: _exercise_reading(name, body, lesson, locale) for name, body in files.items()}
     found = [line for name, body in sorted(shown.items()) for line in mentions.of(name, body)]
-    return found + [f"{leak} (outside the answer profile)" for leak in scan_files(shown, prints, label)]
+    return found + [
+        f"{leak} (outside the answer profile)" for leak in scan_files(shown, prints, label)
+    ]
 
 
 def _exercise_reading(name: str, body: bytes, lesson: Lesson | None, locale: str) -> bytes:
@@ -84,6 +112,13 @@ class AnswerMentions:
         named = {suffix for suffix in self.wanted if suffix not in self.simple and suffix in text}
         for mention in re.finditer(re.escape(ANSWER_DIR + "/"), text):
             token = PATH_CHARS.match(text, mention.end()).group(0)
-            named |= {suffix for k in range(1, len(token) + 1) if (suffix := f"{ANSWER_DIR}/{token[:k]}") in self.simple}
-        return [f"{self.label}/{name}: names the answer-only {path} outside an answer-profile block"
-                for suffix in sorted(named) for path in self.wanted[suffix]]
+            named |= {
+                suffix
+                for k in range(1, len(token) + 1)
+                if (suffix := f"{ANSWER_DIR}/{token[:k]}") in self.simple
+            }
+        return [
+            f"{self.label}/{name}: names the answer-only {path} outside an answer-profile block"
+            for suffix in sorted(named)
+            for path in self.wanted[suffix]
+        ]

@@ -51,7 +51,7 @@ class Step:
     detail: str = ""
     cases: list[dict] = field(default_factory=list)
     data: dict | None = None
-    unproven: bool = False    # a mistake none of whose failing cases runs on this runner
+    unproven: bool = False  # a mistake none of whose failing cases runs on this runner
 
 
 @dataclass
@@ -72,8 +72,12 @@ class PackPair:
         return f"{self.lesson_id}/{self.locale}"
 
     def content_key(self) -> str:
-        return key(self.exercise.content_hash(), self.answer.content_hash(),
-                   json.dumps([m.model_dump() for m, _ in self.mistakes], sort_keys=True), str(self.notebook))
+        return key(
+            self.exercise.content_hash(),
+            self.answer.content_hash(),
+            json.dumps([m.model_dump() for m, _ in self.mistakes], sort_keys=True),
+            str(self.notebook),
+        )
 
     def release(self) -> None:
         self.exercise = self.answer = None
@@ -92,21 +96,34 @@ class Outcome:
 def code_key(code: str) -> str:
     """The same key for kernel files that differ only in comments and blank lines."""
     try:
-        tokens = [t for t in tokenize.generate_tokens(io.StringIO(code).readline)
-                  if t.type not in (tokenize.COMMENT, tokenize.NL)]
+        tokens = [
+            t
+            for t in tokenize.generate_tokens(io.StringIO(code).readline)
+            if t.type not in (tokenize.COMMENT, tokenize.NL)
+        ]
         return key(*[f"{t.type}:{t.string}" for t in tokens])[:16]
     except (tokenize.TokenError, IndentationError, SyntaxError):
         return key(code)[:16]
 
 
-def verify_all(pairs: Iterable[PackPair], runner: Runner, info: dict, cache: BuildCache, work: Path, jobs: int,
-               progress: Progress, sandbox: str = "auto") -> Outcome:
+def verify_all(
+    pairs: Iterable[PackPair],
+    runner: Runner,
+    info: dict,
+    cache: BuildCache,
+    work: Path,
+    jobs: int,
+    progress: Progress,
+    sandbox: str = "auto",
+) -> Outcome:
     """pairs: read once, in order, a lesson's locales one after another (a generator may render them
     as they are asked for). Each lesson's pairs not in the cache are written to its job folder as
     they come and then let go of; every task runs afterwards, together (one Slurm job array)."""
     outcome = Outcome()
     identity = key(runner.identity(), json.dumps(info, sort_keys=True), sandbox)
-    bench_identity = key(runner.identity(), json.dumps(info, sort_keys=True))   # benches: without the sandbox
+    bench_identity = key(
+        runner.identity(), json.dumps(info, sort_keys=True)
+    )  # benches: without the sandbox
     keys, kept, plans, seen = {}, [], [], set()
     for lesson_id, group in itertools.groupby(pairs, key=lambda pair: pair.lesson_id):
         if lesson_id in seen:
@@ -120,7 +137,9 @@ def verify_all(pairs: Iterable[PackPair], runner: Runner, info: dict, cache: Bui
             if hit is not None:
                 outcome.records[(pair.lesson_id, pair.locale)] = hit["record"]
                 outcome.cached[pair.label] = True
-                progress(f"verify {pair.label}: cached ({'passed' if hit['record']['passed'] else 'FAILED'})")
+                progress(
+                    f"verify {pair.label}: cached ({'passed' if hit['record']['passed'] else 'FAILED'})"
+                )
             else:
                 pending.append(pair)
         if pending:
@@ -130,53 +149,79 @@ def verify_all(pairs: Iterable[PackPair], runner: Runner, info: dict, cache: Bui
         kept += lesson_pairs
     gpu = bool(info["cuda"]) and runner.kind != "interpreter"
     if plans:
-        progress(f"verify {', '.join(f'{p.lesson_id} ({len(p.pairs)} locale(s), {len(p.units)} kernel files)' for p in plans)}"
-                 f" on {runner.label} ...")
-        warmups = _bench_warmups(plans, runner, info, cache) if gpu and runner.kind == "cuda" else []
+        progress(
+            f"verify {', '.join(f'{p.lesson_id} ({len(p.pairs)} locale(s), {len(p.units)} kernel files)' for p in plans)}"
+            f" on {runner.label} ..."
+        )
+        warmups = (
+            _bench_warmups(plans, runner, info, cache) if gpu and runner.kind == "cuda" else []
+        )
         tasks = [p.task for p in plans] + warmups
-        results = runner.run_tasks(tasks, progress, parallel=len(tasks) if gpu else 1)[:len(plans)]
+        results = runner.run_tasks(tasks, progress, parallel=len(tasks) if gpu else 1)[: len(plans)]
         benches = _benches(plans, runner, info, cache, gpu, progress)
         for plan, result in zip(plans, results):
-            outcome.tasks.append({"lesson": plan.lesson_id, "state": result.state, "job_id": result.job_id,
-                                  "seconds": round(result.seconds, 1), "attempts": result.attempts})
+            outcome.tasks.append(
+                {
+                    "lesson": plan.lesson_id,
+                    "state": result.state,
+                    "job_id": result.job_id,
+                    "seconds": round(result.seconds, 1),
+                    "attempts": result.attempts,
+                }
+            )
             for pair in plan.pairs:
                 steps = _steps(plan, pair, result, benches.get(plan.lesson_id), gpu)
                 record = make_record(runner, info, steps, result.seconds, plan, pair)
                 content_key, cache_key = keys[pair.label]
-                cache.records.put(cache_key, {"content_key": content_key, "record": record, "pack": pair.label})
+                cache.records.put(
+                    cache_key, {"content_key": content_key, "record": record, "pack": pair.label}
+                )
                 outcome.records[(pair.lesson_id, pair.locale)] = record
                 outcome.cached[pair.label] = False
                 width = max(26, *(len(step.name) for step in steps))
                 for step in steps:
-                    progress(f"       {'ok  ' if step.ok else 'FAIL'} {pair.label:22} {step.name:{width}} "
-                             f"{step.seconds:6.1f} s  {step.detail[:160]}")
-    entries: dict[str, list[dict]] = {}   # the cache's records by the packs they verified
+                    progress(
+                        f"       {'ok  ' if step.ok else 'FAIL'} {pair.label:22} {step.name:{width}} "
+                        f"{step.seconds:6.1f} s  {step.detail[:160]}"
+                    )
+    entries: dict[str, list[dict]] = {}  # the cache's records by the packs they verified
     for entry in cache.records.values():
         entries.setdefault(entry.get("content_key"), []).append(entry)
     for pair in kept:
         record = outcome.records[(pair.lesson_id, pair.locale)]
-        outcome.disagreements[pair.label] = disagreements(entries.get(keys[pair.label][0], []), keys[pair.label][0])
+        outcome.disagreements[pair.label] = disagreements(
+            entries.get(keys[pair.label][0], []), keys[pair.label][0]
+        )
         if not record["passed"]:
-            outcome.failed += [f"{pair.label}: {s['name']}: {s['detail']}" for s in record["steps"] if not s["ok"]]
+            outcome.failed += [
+                f"{pair.label}: {s['name']}: {s['detail']}" for s in record["steps"] if not s["ok"]
+            ]
     return outcome
 
 
 # ---- planning: one job folder per lesson -------------------------------------------------------
+
 
 @dataclass
 class Plan:
     lesson_id: str
     folder: Path
     pairs: list[PackPair]
-    units: dict[str, str]                       # unit id -> its path in the folder
-    unit_of: dict[tuple[str, str], str]         # (locale, step name) -> unit id
+    units: dict[str, str]  # unit id -> its path in the folder
+    unit_of: dict[tuple[str, str], str]  # (locale, step name) -> unit id
     task: Task
-    bench: str | None = None                    # the bench's cache key, where the lesson has one
-    bench_folder: Path | None = None            # the answer pack it runs in
+    bench: str | None = None  # the bench's cache key, where the lesson has one
+    bench_folder: Path | None = None  # the answer pack it runs in
 
 
-def _plan(pairs: list[PackPair], folder: Path, runner: Runner, jobs: int, bench_identity: str,
-          sandbox: str = "auto") -> Plan:
+def _plan(
+    pairs: list[PackPair],
+    folder: Path,
+    runner: Runner,
+    jobs: int,
+    bench_identity: str,
+    sandbox: str = "auto",
+) -> Plan:
     clear(folder)
     folder.mkdir(parents=True)
     spec = pairs[0].spec
@@ -184,7 +229,9 @@ def _plan(pairs: list[PackPair], folder: Path, runner: Runner, jobs: int, bench_
     unit_of: dict[tuple[str, str], str] = {}
     exercises, answers, notebooks = {}, {}, {}
     for pair in pairs:
-        answers[pair.locale] = answer_dir = write_tree(pair.answer, folder).relative_to(folder).as_posix()
+        answers[pair.locale] = answer_dir = (
+            write_tree(pair.answer, folder).relative_to(folder).as_posix()
+        )
         exercises[pair.locale] = write_tree(pair.exercise, folder).relative_to(folder).as_posix()
         if pair.notebook:
             notebooks[pair.locale] = answer_dir
@@ -198,23 +245,43 @@ def _plan(pairs: list[PackPair], folder: Path, runner: Runner, jobs: int, bench_
                 (folder / path).write_text(code, encoding="utf-8")
                 units[unit] = path.as_posix()
             unit_of[(pair.locale, step)] = unit
-    job = {"units": [{"id": u, "path": p} for u, p in units.items()],
-           "checker": f"{exercises[pairs[0].locale]}/check.py", "exercises": exercises, "answers": answers,
-           "spawn_locales": [pairs[0].locale], "notebooks": notebooks,
-           "jobs": jobs, "case_timeout": spec.checks.timeout_s, "timeout": JOB_TIMEOUT_S - 60,
-           "student_timeout": spec.checks.timeout_s * 4, "notebook_timeout": spec.checks.timeout_s * 4,
-           "interpreter": runner.kind == "interpreter", "sandbox": sandbox}
+    job = {
+        "units": [{"id": u, "path": p} for u, p in units.items()],
+        "checker": f"{exercises[pairs[0].locale]}/check.py",
+        "exercises": exercises,
+        "answers": answers,
+        "spawn_locales": [pairs[0].locale],
+        "notebooks": notebooks,
+        "jobs": jobs,
+        "case_timeout": spec.checks.timeout_s,
+        "timeout": JOB_TIMEOUT_S - 60,
+        "student_timeout": spec.checks.timeout_s * 4,
+        "notebook_timeout": spec.checks.timeout_s * 4,
+        "interpreter": runner.kind == "interpreter",
+        "sandbox": sandbox,
+    }
     (folder / "job.json").write_text(json.dumps(job, indent=1), encoding="utf-8")
     shutil.copyfile(VERIFY_JOB, folder / "verify_job.py")
     task = Task(pairs[0].lesson_id, folder, ["{python}", "verify_job.py"], JOB_TIMEOUT_S)
     answer = pairs[0].answer
-    return Plan(pairs[0].lesson_id, folder, pairs, units, unit_of, task,
-                bench_key(answer, spec, bench_identity) if spec.bench else None, folder / answer.name)
+    return Plan(
+        pairs[0].lesson_id,
+        folder,
+        pairs,
+        units,
+        unit_of,
+        task,
+        bench_key(answer, spec, bench_identity) if spec.bench else None,
+        folder / answer.name,
+    )
 
 
 # ---- reading a job's results into steps --------------------------------------------------------
 
-def _steps(plan: Plan, pair: PackPair, task: TaskResult, bench: Step | None, gpu: bool) -> list[Step]:
+
+def _steps(
+    plan: Plan, pair: PackPair, task: TaskResult, bench: Step | None, gpu: bool
+) -> list[Step]:
     result = _read(plan.folder / "result.json")
     if result is None:
         why = task.detail or f"{task.state}: {(task.stderr or task.stdout).strip()[-800:]}"
@@ -224,23 +291,41 @@ def _steps(plan: Plan, pair: PackPair, task: TaskResult, bench: Step | None, gpu
     for step_name in ["answer"] + [f"mistake:{m.id}" for m, _ in pair.mistakes]:
         unit = plan.unit_of[(pair.locale, step_name)]
         data = units.get(unit)
-        shared = [loc for (loc, name), u in plan.unit_of.items() if u == unit and loc != pair.locale]
+        shared = [
+            loc for (loc, name), u in plan.unit_of.items() if u == unit and loc != pair.locale
+        ]
         note = f" (the same code as {', '.join(sorted(set(shared)))}: run once)" if shared else ""
         if data is None:
             steps.append(Step(step_name, False, 0.0, "no result: " + _batch_why(result["batch"])))
         elif step_name == "answer":
             ok = data["status"] == "pass"
             where = f"sandbox: {result['batch'].get('sandbox', '?')}"
-            steps.append(Step("answer", ok, data.get("seconds", 0.0),
-                              (f"{where}{note}" if ok else _why(data)), data["cases"], _timing(data)))
+            steps.append(
+                Step(
+                    "answer",
+                    ok,
+                    data.get("seconds", 0.0),
+                    (f"{where}{note}" if ok else _why(data)),
+                    data["cases"],
+                    _timing(data),
+                )
+            )
         else:
             mistake = next(m for m, _ in pair.mistakes if f"mistake:{m.id}" == step_name)
             steps.append(_mistake_step(step_name, mistake, data, pair.spec, note))
     students = result.get("students") or {}
-    steps.append(_student_step("student:answer", students.get(f"answer/{pair.locale}"), expect_pass=True))
-    steps.append(_student_step("student:exercise", students.get(f"exercise/{pair.locale}"), expect_pass=False))
+    steps.append(
+        _student_step("student:answer", students.get(f"answer/{pair.locale}"), expect_pass=True)
+    )
+    steps.append(
+        _student_step(
+            "student:exercise", students.get(f"exercise/{pair.locale}"), expect_pass=False
+        )
+    )
     if f"spawn/{pair.locale}" in students:
-        steps.append(_student_step("student:spawn", students[f"spawn/{pair.locale}"], expect_pass=True))
+        steps.append(
+            _student_step("student:spawn", students[f"spawn/{pair.locale}"], expect_pass=True)
+        )
     if pair.notebook:
         steps.append(_notebook_step(result["notebooks"].get(pair.locale)))
     if gpu and pair.spec.bench and bench is not None:
@@ -254,14 +339,29 @@ def _mistake_step(name: str, mistake: Mistake, data: dict, spec: LessonSpec, not
     ran = {c["id"] for c in data["cases"] if c["status"] != "skip"}
     failed = {c["id"] for c in data["cases"] if c["status"] not in ("pass", "skip")}
     expected = expected_failures(mistake, spec) & ran
-    if not expected and not failed and expected_failures(mistake, spec):   # nothing it fails runs here
-        return Step(name, True, data.get("seconds", 0.0), "not proven here: every case it fails is skipped on this "
-                    "runner", data["cases"], _timing(data), unproven=True)
-    problems = [] if failed == expected else [f"expected to fail {sorted(expected)}, failed {sorted(failed)}"]
+    if (
+        not expected and not failed and expected_failures(mistake, spec)
+    ):  # nothing it fails runs here
+        return Step(
+            name,
+            True,
+            data.get("seconds", 0.0),
+            "not proven here: every case it fails is skipped on this runner",
+            data["cases"],
+            _timing(data),
+            unproven=True,
+        )
+    problems = (
+        []
+        if failed == expected
+        else [f"expected to fail {sorted(expected)}, failed {sorted(failed)}"]
+    )
     for case in data["cases"]:
         declared = mistake.reason_for(case["id"])
         if case["id"] in failed and declared is not None and shown_reason(case) != declared:
-            problems.append(f"{case['id']}: the checker shows '{shown_reason(case)}', the mistake declares '{declared}'")
+            problems.append(
+                f"{case['id']}: the checker shows '{shown_reason(case)}', the mistake declares '{declared}'"
+            )
     detail = "; ".join(problems) if problems else note.strip()
     return Step(name, not problems, data.get("seconds", 0.0), detail, data["cases"], _timing(data))
 
@@ -278,9 +378,13 @@ def _timing(data: dict) -> dict:
     (the first one includes the JIT compile)."""
     ran = [c.get("seconds", 0.0) for c in data.get("cases", []) if c["status"] != "skip"]
     timing = data.get("timing") or {}
-    return {"children": timing.get("children", 0), "startup_s": round(timing.get("startup_s", 0.0), 2),
-            "import_s": round(timing.get("loaded_s", 0.0), 2), "first_case_s": round(ran[0], 2) if ran else 0.0,
-            "other_cases_s": round(sum(ran[1:]), 2)}
+    return {
+        "children": timing.get("children", 0),
+        "startup_s": round(timing.get("startup_s", 0.0), 2),
+        "import_s": round(timing.get("loaded_s", 0.0), 2),
+        "first_case_s": round(ran[0], 2) if ran else 0.0,
+        "other_cases_s": round(sum(ran[1:]), 2),
+    }
 
 
 def _student_step(name: str, data: dict | None, expect_pass: bool) -> Step:
@@ -292,10 +396,15 @@ def _student_step(name: str, data: dict | None, expect_pass: bool) -> Step:
         ok = data["returncode"] == 0
     else:
         ok = data["returncode"] == 2 and "______" in data["stdout"]
-    detail = data.get("command", "") if ok else (
-        f"`{data.get('command', 'python check.py')}` exit {data['returncode']}"
-        f"{' (timed out)' if data.get('timed_out') else ''}: "
-        f"{(data['stdout'].strip()[-1200:] + ' ' + data['stderr'].strip()[-600:]).strip()}")
+    detail = (
+        data.get("command", "")
+        if ok
+        else (
+            f"`{data.get('command', 'python check.py')}` exit {data['returncode']}"
+            f"{' (timed out)' if data.get('timed_out') else ''}: "
+            f"{(data['stdout'].strip()[-1200:] + ' ' + data['stderr'].strip()[-600:]).strip()}"
+        )
+    )
     return Step(name, ok, data["seconds"], detail)
 
 
@@ -303,8 +412,15 @@ def _notebook_step(data: dict | None) -> Step:
     if data is None:
         return Step("notebook", False, 0.0, "not run")
     ok = data["returncode"] == 0 and "NOTEBOOK-OK" in data["stdout"]
-    detail = "" if ok else (f"timed out after {data['seconds']:.0f} s" if data["timed_out"] else
-                            f"exit status {data['returncode']}: {(data['stderr'] or data['stdout']).strip()[-1200:]}")
+    detail = (
+        ""
+        if ok
+        else (
+            f"timed out after {data['seconds']:.0f} s"
+            if data["timed_out"]
+            else f"exit status {data['returncode']}: {(data['stderr'] or data['stdout']).strip()[-1200:]}"
+        )
+    )
     return Step("notebook", ok, data["seconds"], detail)
 
 
@@ -335,11 +451,15 @@ def _read(path: Path) -> dict | None:
 
 # ---- the bench: once per lesson, alone on the GPU, cached by the code it times ----------------
 
+
 def bench_key(answer: Pack, spec: LessonSpec, identity: str) -> str:
     """Everything a bench's numbers depend on: the code of every Python file it can import (comments
     do not count, so a translated comment does not re-run it), and the runner."""
-    parts = [f"{name}:{code_key(data.decode())}" for name, data in sorted(answer.files.items())
-             if name.endswith(".py") and name != "check.py"]
+    parts = [
+        f"{name}:{code_key(data.decode())}"
+        for name, data in sorted(answer.files.items())
+        if name.endswith(".py") and name != "check.py"
+    ]
     return key(*parts, code_key(joined()), identity)
 
 
@@ -351,13 +471,20 @@ def _bench_warmups(plans: list[Plan], runner: Runner, info: dict, cache: BuildCa
     for plan in plans:
         pair = plan.pairs[0]
         if plan.bench and cache.benches.get(plan.bench) is None:
-            tasks.append(Task(f"{plan.lesson_id}-bench-warmup", plan.bench_folder,
-                              ["{python}", pair.spec.bench, "--warmup-only"], 900))
+            tasks.append(
+                Task(
+                    f"{plan.lesson_id}-bench-warmup",
+                    plan.bench_folder,
+                    ["{python}", pair.spec.bench, "--warmup-only"],
+                    900,
+                )
+            )
     return tasks
 
 
-def _benches(plans: list[Plan], runner: Runner, info: dict, cache: BuildCache, gpu: bool,
-             progress: Progress) -> dict[str, Step]:
+def _benches(
+    plans: list[Plan], runner: Runner, info: dict, cache: BuildCache, gpu: bool, progress: Progress
+) -> dict[str, Step]:
     found = {}
     for plan in plans:
         spec = plan.pairs[0].spec
@@ -366,16 +493,33 @@ def _benches(plans: list[Plan], runner: Runner, info: dict, cache: BuildCache, g
         name = plan.bench
         hit = cache.benches.get(name)
         if hit is not None:
-            found[plan.lesson_id] = Step("bench", hit["ok"], 0.0, "measured earlier; same code (from cache)", [], hit["data"])
+            found[plan.lesson_id] = Step(
+                "bench", hit["ok"], 0.0, "measured earlier; same code (from cache)", [], hit["data"]
+            )
             continue
         progress(f"bench  {plan.lesson_id} on {info['device']} (alone on the GPU) ...")
         folder = plan.bench_folder
-        [result] = runner.run_tasks([Task(f"{plan.lesson_id}-bench", folder,
-                                          ["{python}", spec.bench, "--json", "bench.json"], 900)])
+        [result] = runner.run_tasks(
+            [
+                Task(
+                    f"{plan.lesson_id}-bench",
+                    folder,
+                    ["{python}", spec.bench, "--json", "bench.json"],
+                    900,
+                )
+            ]
+        )
         data = _read(folder / "bench.json")
         ok = data is not None and all((data.get("checks") or {}).values())
-        detail = "" if ok else ("a bench check failed: " + ", ".join(k for k, v in data["checks"].items() if not v)
-                                if data else f"{result.state}: {(result.stderr or result.stdout).strip()[-800:]}")
+        detail = (
+            ""
+            if ok
+            else (
+                "a bench check failed: " + ", ".join(k for k, v in data["checks"].items() if not v)
+                if data
+                else f"{result.state}: {(result.stderr or result.stdout).strip()[-800:]}"
+            )
+        )
         step = Step("bench", ok, result.seconds, detail, [], data)
         if data is not None:
             cache.benches.put(name, {"ok": ok, "data": data})
@@ -385,20 +529,37 @@ def _benches(plans: list[Plan], runner: Runner, info: dict, cache: BuildCache, g
 
 # ---- records -------------------------------------------------------------------------------------
 
-def make_record(runner: Runner, info: dict, steps: list[Step], seconds: float, plan: Plan, pair: PackPair) -> dict:
+
+def make_record(
+    runner: Runner, info: dict, steps: list[Step], seconds: float, plan: Plan, pair: PackPair
+) -> dict:
     answer = next((s for s in steps if s.name == "answer"), None)
     return {
-        "runner": runner.kind, "runner_label": runner.label, "device": info["device"],
+        "runner": runner.kind,
+        "runner_label": runner.label,
+        "device": info["device"],
         "gpu": bool(info["cuda"]) and runner.kind != "interpreter",
-        "torch": info["torch"], "triton": info["triton"], "python": info["python"],
-        "date": _dt.date.today().isoformat(), "seconds": round(seconds, 1),
+        "torch": info["torch"],
+        "triton": info["triton"],
+        "python": info["python"],
+        "date": _dt.date.today().isoformat(),
+        "seconds": round(seconds, 1),
         "passed": all(s.ok for s in steps),
-        "steps": [{"name": s.name, "ok": s.ok, "seconds": round(s.seconds, 2), "detail": s.detail} for s in steps],
+        "steps": [
+            {"name": s.name, "ok": s.ok, "seconds": round(s.seconds, 2), "detail": s.detail}
+            for s in steps
+        ],
         "cases": [{"id": c["id"], "status": c["status"]} for c in (answer.cases if answer else [])],
-        "mistakes_caught": sum(1 for s in steps if s.name.startswith("mistake:") and s.ok and not s.unproven),
+        "mistakes_caught": sum(
+            1 for s in steps if s.name.startswith("mistake:") and s.ok and not s.unproven
+        ),
         "mistakes_unproven": sum(1 for s in steps if s.name.startswith("mistake:") and s.unproven),
         "mistakes_declared": len(pair.mistakes),
-        "details": {s.name: [{"id": c["id"], "status": c["status"]} for c in s.cases] for s in steps if s.cases},
+        "details": {
+            s.name: [{"id": c["id"], "status": c["status"]} for c in s.cases]
+            for s in steps
+            if s.cases
+        },
         "bench": next((s.data for s in steps if s.name == "bench" and s.data), None),
         "timing": {s.name: s.data for s in steps if s.name != "bench" and s.data},
     }

@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 from generator.grade.lesson import GradeLesson
 from generator.render.notebook import PART_KEY
 
-STATUSES = ("answered", "untouched", "empty", "absent")   # the better first, when files disagree
-MAX_CHARS = 20_000          # of one answer kept (the rest is cut, and says so)
+STATUSES = ("answered", "untouched", "empty", "absent")  # the better first, when files disagree
+MAX_CHARS = 20_000  # of one answer kept (the rest is cut, and says so)
 MARKER = re.compile(r"<!--\s*coursepack:part\s*=\s*([a-z][a-z0-9_]*)\s*-->", re.I)
 HEADING = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*$")
 FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
@@ -28,6 +28,7 @@ ATTRIBUTES = re.compile(r"\{#[^}]*\}\s*$")
 @dataclass(frozen=True)
 class Part:
     """What grading knows of one manual part: its headings and prompts in every language."""
+
     id: str
     titles: frozenset[str]
     prompts: frozenset[str]
@@ -36,14 +37,14 @@ class Part:
 @dataclass(frozen=True)
 class Labels:
     parts: tuple[Part, ...]
-    placeholders: frozenset[str]   # the packs' answer placeholders, in every language (normalised)
+    placeholders: frozenset[str]  # the packs' answer placeholders, in every language (normalised)
 
 
 @dataclass
 class Answer:
     status: str
     text: str = ""
-    where: str = ""       # "lesson.ipynb cell 14", "submission.md line 40"
+    where: str = ""  # "lesson.ipynb cell 14", "submission.md line 40"
     file: str = ""
 
     def json(self) -> dict:
@@ -56,7 +57,10 @@ class StudentAnswers:
     parts: dict[str, Answer] = field(default_factory=dict)
 
     def json(self) -> dict:
-        return {"source": self.source, "parts": {pid: answer.json() for pid, answer in self.parts.items()}}
+        return {
+            "source": self.source,
+            "parts": {pid: answer.json() for pid, answer in self.parts.items()},
+        }
 
     def count(self, status: str = "answered") -> int:
         return sum(1 for answer in self.parts.values() if answer.status == status)
@@ -87,6 +91,7 @@ def _norm(text: str) -> str:
 
 # ---- one student ---------------------------------------------------------------------------------
 
+
 def answers_of(documents: list[tuple[str, bytes]], known: Labels) -> StudentAnswers:
     """Every manual part from the student's notebooks and reports: for each part the best place
     found (answered before untouched before empty), the source the file that gave most answers."""
@@ -116,6 +121,7 @@ def read_document(path: str, data: bytes, known: Labels) -> dict[str, Answer]:
 
 
 # ---- Markdown: a report --------------------------------------------------------------------------
+
 
 def _outline(lines: list[str]) -> tuple[list[int | None], dict[int, str]]:
     """Per line its heading level (None: not a heading), and the markers, both outside fenced code."""
@@ -150,20 +156,32 @@ def from_markdown(text: str, known: Labels, path: str) -> dict[str, Answer]:
         start = next((n for n, pid in markers.items() if pid == part.id), None)
         if start is not None:
             level = next((levels[n] for n in range(start, -1, -1) if levels[n] is not None), 6)
-            body = [MARKER.sub("", lines[start], count=1)] + lines[start + 1:_end(levels, stops, start, level)]
+            body = [MARKER.sub("", lines[start], count=1)] + lines[
+                start + 1 : _end(levels, stops, start, level)
+            ]
         else:
-            start = next((n for n, level in enumerate(levels) if level and _titled(lines[n], part)), None)
+            start = next(
+                (n for n, level in enumerate(levels) if level and _titled(lines[n], part)), None
+            )
             if start is None:
                 continue
-            body = _without_prompt(lines[start + 1:_end(levels, stops, start, levels[start])], part)
+            body = _without_prompt(
+                lines[start + 1 : _end(levels, stops, start, levels[start])], part
+            )
         found[part.id] = judged(body, known, path, f"line {start + 1}")
     return found
 
 
-def _stops(lines: list[str], levels: list[int | None], markers: dict[int, str], known: Labels) -> set[int]:
+def _stops(
+    lines: list[str], levels: list[int | None], markers: dict[int, str], known: Labels
+) -> set[int]:
     """The lines that end any part's text: the markers, and the headings that name a part (a
     deleted heading leaves the section above it open to the next part's heading)."""
-    return set(markers) | {n for n, level in enumerate(levels) if level and any(_titled(lines[n], p) for p in known.parts)}
+    return set(markers) | {
+        n
+        for n, level in enumerate(levels)
+        if level and any(_titled(lines[n], p) for p in known.parts)
+    }
 
 
 def _end(levels: list[int | None], stops: set[int], start: int, level: int) -> int:
@@ -178,29 +196,35 @@ def _titled(line: str, part: Part) -> bool:
     """A heading that names the part in one of the course's languages ("Q1", "Q1: ...")."""
     heading = HEADING.match(line)
     words = _norm(ATTRIBUTES.sub("", heading.group(2) or "")) if heading else ""
-    return any(words == title or (words.startswith(title) and not words[len(title)].isalnum())
-               for title in part.titles if title)
+    return any(
+        words == title or (words.startswith(title) and not words[len(title)].isalnum())
+        for title in part.titles
+        if title
+    )
 
 
 def _without_prompt(lines: list[str], part: Part) -> list[str]:
     """A section found by its heading, without the question as the pack wrote it above the answer."""
     quoted = 0
-    while quoted < len(lines) and (lines[quoted].lstrip().startswith(">") or not lines[quoted].strip()):
+    while quoted < len(lines) and (
+        lines[quoted].lstrip().startswith(">") or not lines[quoted].strip()
+    ):
         quoted += 1
     if quoted and _norm("".join(lines[:quoted])) in part.prompts:
         return lines[quoted:]
     joined = _norm("".join(lines))
-    for prompt in part.prompts:   # the prompt as a plain paragraph (a notebook's question cell)
+    for prompt in part.prompts:  # the prompt as a plain paragraph (a notebook's question cell)
         if joined.startswith(prompt):
             taken = ""
             for index, line in enumerate(lines):
                 taken += _norm(line)
                 if taken == prompt:
-                    return lines[index + 1:]
+                    return lines[index + 1 :]
     return lines
 
 
 # ---- notebooks ---------------------------------------------------------------------------------
+
 
 def _cells(text: str) -> list[tuple[str, dict, str]] | None:
     """(cell type, metadata, source) of each cell of a notebook; None where it is not one."""
@@ -216,7 +240,11 @@ def _cells(text: str) -> list[tuple[str, dict, str]] | None:
         if not isinstance(cell, dict):
             continue
         source = cell.get("source", "")
-        source = "".join(s for s in source if isinstance(s, str)) if isinstance(source, list) else str(source)
+        source = (
+            "".join(s for s in source if isinstance(s, str))
+            if isinstance(source, list)
+            else str(source)
+        )
         metadata = cell.get("metadata") if isinstance(cell.get("metadata"), dict) else {}
         found.append((str(cell.get("cell_type", "")), metadata, source))
     return found
@@ -224,20 +252,34 @@ def _cells(text: str) -> list[tuple[str, dict, str]] | None:
 
 def _cell_part(metadata: dict) -> str | None:
     mine = metadata.get(PART_KEY)
-    return str(mine.get("part")) if isinstance(mine, dict) and mine.get("part") is not None else None
+    return (
+        str(mine.get("part")) if isinstance(mine, dict) and mine.get("part") is not None else None
+    )
 
 
-def from_notebook(cells: list[tuple[str, dict, str]], known: Labels, path: str) -> dict[str, Answer]:
+def from_notebook(
+    cells: list[tuple[str, dict, str]], known: Labels, path: str
+) -> dict[str, Answer]:
     found = {}
     for part in known.parts:
-        index = next((n for n, (_, metadata, _) in enumerate(cells) if _cell_part(metadata) == part.id), None)
+        index = next(
+            (n for n, (_, metadata, _) in enumerate(cells) if _cell_part(metadata) == part.id), None
+        )
         if index is not None:
             found[part.id] = judged(cells[index][2].splitlines(), known, path, f"cell {index + 1}")
             continue
-        index = next((n for n, (kind, _, source) in enumerate(cells) if kind == "markdown"
-                      and any(_titled(line, part) for line in source.splitlines())), None)
+        index = next(
+            (
+                n
+                for n, (kind, _, source) in enumerate(cells)
+                if kind == "markdown" and any(_titled(line, part) for line in source.splitlines())
+            ),
+            None,
+        )
         if index is not None:
-            found[part.id] = judged(_after_heading(cells, index, part), known, path, f"cell {index + 1}")
+            found[part.id] = judged(
+                _after_heading(cells, index, part), known, path, f"cell {index + 1}"
+            )
     return found
 
 
@@ -247,9 +289,15 @@ def _after_heading(cells: list[tuple[str, dict, str]], index: int, part: Part) -
     lines = cells[index][2].splitlines()
     levels, markers = _outline(lines)
     start = next(n for n, line in enumerate(lines) if levels[n] and _titled(line, part))
-    body = _without_prompt(lines[start + 1:_end(levels, set(markers), start, levels[start])], part)
-    for kind, metadata, source in cells[index + 1:]:
-        if kind != "markdown" or _cell_part(metadata) is not None or HEADING.match(source.lstrip("\n").split("\n")[0]):
+    body = _without_prompt(
+        lines[start + 1 : _end(levels, set(markers), start, levels[start])], part
+    )
+    for kind, metadata, source in cells[index + 1 :]:
+        if (
+            kind != "markdown"
+            or _cell_part(metadata) is not None
+            or HEADING.match(source.lstrip("\n").split("\n")[0])
+        ):
             break
         body += source.splitlines()
     return body
@@ -257,15 +305,24 @@ def _after_heading(cells: list[tuple[str, dict, str]], index: int, part: Part) -
 
 # ---- what a place holds --------------------------------------------------------------------------
 
+
 def judged(lines: list[str], known: Labels, path: str, where: str) -> Answer:
     """An answer place's text as the student left it, and its status; where: in the file at path."""
     text = "\n".join(line for line in lines if not MARKER.fullmatch(line.strip())).strip()
     if len(text) > MAX_CHARS:
         text = text[:MAX_CHARS] + f"\n\n[... cut at {MAX_CHARS} characters]"
-    content = [line for line in text.splitlines()
-               if line.strip() and not HEADING.match(line) and _norm(line) not in known.placeholders]
-    status = "answered" if content else "untouched" if any(
-        _norm(line) in known.placeholders for line in text.splitlines() if line.strip()) else "empty"
+    content = [
+        line
+        for line in text.splitlines()
+        if line.strip() and not HEADING.match(line) and _norm(line) not in known.placeholders
+    ]
+    status = (
+        "answered"
+        if content
+        else "untouched"
+        if any(_norm(line) in known.placeholders for line in text.splitlines() if line.strip())
+        else "empty"
+    )
     return Answer(status, text, f"{path} {where}", path)
 
 
@@ -290,4 +347,6 @@ def answered_cell(answers: dict | None) -> str:
 
 def answers_json(rows: list) -> str:
     """answers.json: every row's answers, by student id, in the rows' order."""
-    return json.dumps({row.student: row.answers for row in rows}, ensure_ascii=False, indent=1) + "\n"
+    return (
+        json.dumps({row.student: row.answers for row in rows}, ensure_ascii=False, indent=1) + "\n"
+    )

@@ -58,15 +58,15 @@ from generator.checker.trusted.static import blank_lines
 from generator.grade.lesson import GradeLesson
 from generator.gate.verify import code_key
 
-MAX_FILE_MIB = 20          # a file larger than this is not read
-MAX_MEMBERS = 2000         # entries read from one zip archive
-ZIP_DEPTH = 2              # zips inside zips inside what the student handed in
-MAX_UNPACKED_MIB = 100     # all that one student's zips unpack to, zips inside zips included
-MAX_EXPORT_MIB = 2048      # all that a class's export (SUBMISSIONS as one .zip) unpacks to
-MAX_RATIO = 100            # unpacked to packed bytes of one zip (code compresses 3-10 to 1) ...
-RATIO_FLOOR_MIB = 1        # ... once it unpacks to more than this
+MAX_FILE_MIB = 20  # a file larger than this is not read
+MAX_MEMBERS = 2000  # entries read from one zip archive
+ZIP_DEPTH = 2  # zips inside zips inside what the student handed in
+MAX_UNPACKED_MIB = 100  # all that one student's zips unpack to, zips inside zips included
+MAX_EXPORT_MIB = 2048  # all that a class's export (SUBMISSIONS as one .zip) unpacks to
+MAX_RATIO = 100  # unpacked to packed bytes of one zip (code compresses 3-10 to 1) ...
+RATIO_FLOOR_MIB = 1  # ... once it unpacks to more than this
 SKIPPED = ("__MACOSX", ".DS_Store", "Thumbs.db", "__pycache__", ".ipynb_checkpoints")
-KINDS = ("report", "kernel", "notebook")   # in the order they are preferred
+KINDS = ("report", "kernel", "notebook")  # in the order they are preferred
 
 # Canvas: a file upload is "<filename>_<file id>_<file name>", an online text "<filename>_text.html",
 # a URL "<filename>_link.html"; <filename> joins the lowercased name, LATE and the user id with _
@@ -78,11 +78,13 @@ CANVAS = re.compile(r"^(?P<name>[^/]*?)_(?P<late>(?:LATE|late)_)?(?P<id>\d+)" + 
 # Moodle: "<prefix>_assignsubmission_<plugin>" as a folder (4.1+), the same with a trailing _
 # (3.1-4.0), or with _<file name> after it (all in one folder); <prefix> is "<name>_<id>" with
 # every _ of the name made a space, or a team's name alone for "Default group".
-MOODLE = re.compile(r"^(?P<name>[^/]+?)(?:_(?P<id>\d+))?_assignsubmission_(?P<plugin>[a-z0-9]+)(?:_(?P<file>.*))?$")
+MOODLE = re.compile(
+    r"^(?P<name>[^/]+?)(?:_(?P<id>\d+))?_assignsubmission_(?P<plugin>[a-z0-9]+)(?:_(?P<file>.*))?$"
+)
 RESUBMITTED = re.compile(r"^(?P<stem>.+)-\d+(?P<suffix>\.[A-Za-z0-9]+)?$")
 FENCE = re.compile(r"^```+\s*python\s*$(?P<code>.*?)^```+\s*$", re.M | re.S)
 
-Reason = tuple[str, dict]   # a text key of grade.* and its values
+Reason = tuple[str, dict]  # a text key of grade.* and its values
 
 
 @dataclass
@@ -93,18 +95,20 @@ class Submission:
     name: str = ""
     email: str = ""
     layout: str = ""
-    files: list[str] = field(default_factory=list)   # every file found, as paths under SUBMISSIONS
-    source: str = ""                 # the file graded
-    kind: str = ""                   # report, kernel or notebook
+    files: list[str] = field(default_factory=list)  # every file found, as paths under SUBMISSIONS
+    source: str = ""  # the file graded
+    kind: str = ""  # report, kernel or notebook
     code: str | None = None
-    cell: int | None = None          # a notebook's exercise cell (1-based, as check.py counts)
-    claim: str | None = None         # a report's claimed result (pass, fail, blank, load_error)
-    locale: str | None = None        # the language of the pack it came from, when it shows
-    digest: str = ""                 # sha256 of the graded file's bytes
-    problem: Reason | None = None    # unreadable or ambiguous
+    cell: int | None = None  # a notebook's exercise cell (1-based, as check.py counts)
+    claim: str | None = None  # a report's claimed result (pass, fail, blank, load_error)
+    locale: str | None = None  # the language of the pack it came from, when it shows
+    digest: str = ""  # sha256 of the graded file's bytes
+    problem: Reason | None = None  # unreadable or ambiguous
     notes: list[Reason] = field(default_factory=list)
     late: bool = False
-    documents: list[tuple[str, bytes]] = field(default_factory=list)   # .md and .ipynb files (zips opened):
+    documents: list[tuple[str, bytes]] = field(
+        default_factory=list
+    )  # .md and .ipynb files (zips opened):
     # where grading looks for the answers to the rubric's manual parts (generator/grade/answers.py)
 
 
@@ -120,6 +124,7 @@ class _Candidate:
 
 
 # ---- reading the tree -------------------------------------------------------------------------
+
 
 def read_tree(root: Path) -> dict[str, bytes | Reason]:
     """Every file under root (a folder, a zip, or one file) by POSIX path relative to root's parent
@@ -169,7 +174,9 @@ def _unzip(data: bytes, name: str, budget: _Budget) -> dict[str, bytes | Reason]
     from its central directory's sizes before anything is unpacked, or unreadable."""
     try:
         archive = zipfile.ZipFile(io.BytesIO(data))
-        infos = [i for i in archive.infolist() if not i.is_dir() and not _skipped(i.filename)][:MAX_MEMBERS]
+        infos = [i for i in archive.infolist() if not i.is_dir() and not _skipped(i.filename)][
+            :MAX_MEMBERS
+        ]
         wanted = [i for i in infos if i.file_size <= MAX_FILE_MIB << 20]
         _check_sizes(wanted, name, budget)
         found: dict[str, bytes | Reason] = {}
@@ -177,13 +184,23 @@ def _unzip(data: bytes, name: str, budget: _Budget) -> dict[str, bytes | Reason]
             rel = PurePosixPath(info.filename.replace("\\", "/")).as_posix().lstrip("/")
             if ".." in PurePosixPath(rel).parts:
                 continue
-            found[rel] = (("too_large", {"file": f"{name}/{rel}", "limit": MAX_FILE_MIB})
-                          if info.file_size > MAX_FILE_MIB << 20 else _member(archive, info, name))
+            found[rel] = (
+                ("too_large", {"file": f"{name}/{rel}", "limit": MAX_FILE_MIB})
+                if info.file_size > MAX_FILE_MIB << 20
+                else _member(archive, info, name)
+            )
         return found
     except _Refused as refused:
         return refused.reason
-    except (zipfile.BadZipFile, OSError, EOFError, NotImplementedError, RuntimeError, ValueError,
-            zlib.error) as exc:
+    except (
+        zipfile.BadZipFile,
+        OSError,
+        EOFError,
+        NotImplementedError,
+        RuntimeError,
+        ValueError,
+        zlib.error,
+    ) as exc:
         return ("unreadable_zip", {"file": name, "error": str(exc) or type(exc).__name__})
 
 
@@ -193,7 +210,9 @@ def _check_sizes(infos: list[zipfile.ZipInfo], name: str, budget: _Budget) -> No
     if unpacked > budget.left:
         raise _Refused(("zip_too_large", {"file": name, "limit": budget.limit_mib}))
     if unpacked > RATIO_FLOOR_MIB << 20 and unpacked > MAX_RATIO * max(packed, 1):
-        raise _Refused(("zip_ratio", {"file": name, "ratio": unpacked // max(packed, 1), "limit": MAX_RATIO}))
+        raise _Refused(
+            ("zip_ratio", {"file": name, "ratio": unpacked // max(packed, 1), "limit": MAX_RATIO})
+        )
     budget.left -= unpacked
 
 
@@ -205,13 +224,22 @@ def _member(archive: zipfile.ZipFile, info: zipfile.ZipInfo, name: str) -> bytes
         while chunk := stream.read(1 << 16):
             size += len(chunk)
             if size > info.file_size:
-                raise _Refused(("unreadable_zip", {"file": name, "error": f"{info.filename} unpacks to more than "
-                                                                          f"its declared {info.file_size} bytes"}))
+                raise _Refused(
+                    (
+                        "unreadable_zip",
+                        {
+                            "file": name,
+                            "error": f"{info.filename} unpacks to more than "
+                            f"its declared {info.file_size} bytes",
+                        },
+                    )
+                )
             chunks.append(chunk)
     return b"".join(chunks)
 
 
 # ---- layouts: who handed in what -------------------------------------------------------------
+
 
 @dataclass
 class _Group:
@@ -228,7 +256,7 @@ def collect(root: Path, lesson: GradeLesson) -> list[Submission]:
     """One Submission per student found under root, in the order of their ids."""
     tree = _unwrapped(read_tree(root))
     groups: dict[str, _Group] = {}
-    if root.is_file() and root.suffix.lower() != ".zip":   # one file: one student
+    if root.is_file() and root.suffix.lower() != ".zip":  # one file: one student
         groups[Path(root.name).stem] = _Group("file", files=tree)
     metadata = _gradescope_metadata(tree) if not groups else None
     for rel, data in tree.items() if not groups else ():
@@ -271,7 +299,7 @@ def _unwrapped(tree: dict) -> dict:
     if "submission_metadata.yml" in tree or len(inner) != 1:
         return tree
     prefix = inner[0].rsplit("/", 1)[0] + "/"
-    return {p[len(prefix):]: v for p, v in tree.items() if p.startswith(prefix)}
+    return {p[len(prefix) :]: v for p, v in tree.items() if p.startswith(prefix)}
 
 
 def _gradescope_metadata(tree: dict) -> dict[str, list[tuple[str, str, str]]] | None:
@@ -282,7 +310,7 @@ def _gradescope_metadata(tree: dict) -> dict[str, list[tuple[str, str, str]]] | 
         return None
     try:
         doc = YAML(typ="safe").load(data.decode("utf-8"))
-    except Exception:   # noqa: BLE001 - any YAML error: not an export we can read
+    except Exception:  # noqa: BLE001 - any YAML error: not an export we can read
         return None
     if not isinstance(doc, dict):
         return None
@@ -292,7 +320,9 @@ def _gradescope_metadata(tree: dict) -> dict[str, list[tuple[str, str, str]]] | 
         rows = []
         for person in people or []:
             if isinstance(person, dict):
-                sid = str(person.get(":sid") or person.get(":email") or person.get(":name") or folder)
+                sid = str(
+                    person.get(":sid") or person.get(":email") or person.get(":name") or folder
+                )
                 rows.append((sid, str(person.get(":name") or ""), str(person.get(":email") or "")))
         found[str(folder)] = rows or [(str(folder), "", "")]
     return found
@@ -300,8 +330,10 @@ def _gradescope_metadata(tree: dict) -> dict[str, list[tuple[str, str, str]]] | 
 
 # ---- one student: which file is the code ------------------------------------------------------
 
-def submission_of(sid: str, layout: str, name: str, files: dict[str, bytes | Reason],
-                  lesson: GradeLesson) -> Submission:
+
+def submission_of(
+    sid: str, layout: str, name: str, files: dict[str, bytes | Reason], lesson: GradeLesson
+) -> Submission:
     """One student's files (paths under SUBMISSIONS -> bytes, or why unread), read."""
     submission = Submission(sid, name, layout=layout, files=sorted(files))
     problems: list[Reason] = []
@@ -331,7 +363,9 @@ def submission_of(sid: str, layout: str, name: str, files: dict[str, bytes | Rea
     return submission
 
 
-def _expand(files: dict[str, bytes | Reason], problems: list[Reason], budget: _Budget, depth: int = 0):
+def _expand(
+    files: dict[str, bytes | Reason], problems: list[Reason], budget: _Budget, depth: int = 0
+):
     """(path, bytes or reason) of every file, zips opened (ZIP_DEPTH levels), all of them together
     within one budget."""
     for path, data in sorted(files.items()):
@@ -342,12 +376,19 @@ def _expand(files: dict[str, bytes | Reason], problems: list[Reason], budget: _B
                 continue
             if not members:
                 continue
-            yield from _expand({f"{path}/{rel}": value for rel, value in members.items()}, problems, budget, depth + 1)
+            yield from _expand(
+                {f"{path}/{rel}": value for rel, value in members.items()},
+                problems,
+                budget,
+                depth + 1,
+            )
         else:
             yield path, data
 
 
-def _candidate(path: str, data: bytes, lesson: GradeLesson, problems: list[Reason]) -> _Candidate | None:
+def _candidate(
+    path: str, data: bytes, lesson: GradeLesson, problems: list[Reason]
+) -> _Candidate | None:
     suffix = PurePosixPath(path).suffix.lower()
     if suffix not in (".py", ".ipynb", ".md"):
         return None
@@ -381,7 +422,9 @@ def _defines_entry(text: str, entry: str) -> bool:
     return re.search(rf"^def\s+{re.escape(entry)}\s*\(", text, re.M) is not None
 
 
-def _report(path: str, text: str, data: bytes, lesson: GradeLesson, problems: list[Reason]) -> _Candidate | None:
+def _report(
+    path: str, text: str, data: bytes, lesson: GradeLesson, problems: list[Reason]
+) -> _Candidate | None:
     """The report `check.py --report` writes, in any of the course's languages: its title, its
     `- result: X` line, its code block."""
     locale, claim = None, None
@@ -389,19 +432,25 @@ def _report(path: str, text: str, data: bytes, lesson: GradeLesson, problems: li
         title = language.msg("report_title", lesson=language.data["title"])
         if re.search(rf"^#\s*{re.escape(title)}\s*$", text, re.M):
             locale = loc
-        found = re.search(rf"^-\s*{re.escape(language.msg('report_status'))}\s*[:：]\s*(\w+)\s*$", text, re.M)
+        found = re.search(
+            rf"^-\s*{re.escape(language.msg('report_status'))}\s*[:：]\s*(\w+)\s*$", text, re.M
+        )
         if found and claim is None:
             claim, locale = found.group(1), locale or loc
     if locale is None:
-        return None   # some other Markdown file (the pack's README, notes)
+        return None  # some other Markdown file (the pack's README, notes)
     block = FENCE.search(text)
     if block is None:
         problems.append(("unreadable_report", {"file": f"`{path}`"}))
         return None
-    return _Candidate("report", path, block.group("code").strip("\n") + "\n", data, claim=claim, locale=locale)
+    return _Candidate(
+        "report", path, block.group("code").strip("\n") + "\n", data, claim=claim, locale=locale
+    )
 
 
-def _notebook(path: str, text: str, data: bytes, lesson: GradeLesson, problems: list[Reason]) -> _Candidate | None:
+def _notebook(
+    path: str, text: str, data: bytes, lesson: GradeLesson, problems: list[Reason]
+) -> _Candidate | None:
     try:
         notebook = json.loads(text)
         cells = notebook["cells"]
@@ -415,8 +464,14 @@ def _notebook(path: str, text: str, data: bytes, lesson: GradeLesson, problems: 
             source = cell.get("source", "")
             code = "".join(source) if isinstance(source, list) else str(source)
             language = metadata.get("language") if isinstance(metadata, dict) else None
-            return _Candidate("notebook", path, code, data, cell=index,
-                              locale=language if language in lesson.languages else None)
+            return _Candidate(
+                "notebook",
+                path,
+                code,
+                data,
+                cell=index,
+                locale=language if language in lesson.languages else None,
+            )
     problems.append(("no_exercise_cell", {"file": f"`{path}`"}))
     return None
 
@@ -436,8 +491,14 @@ def _choose(candidates: list[_Candidate], submission: Submission) -> _Candidate 
             submission.problem = ("ambiguous", {"files": ", ".join(f"`{c.path}`" for c in mine)})
             return None
         chosen = mine[0]
-        others = [c for c in candidates if c.kind in KINDS[rank + 1:] and _same_code(c.code) not in versions]
+        others = [
+            c
+            for c in candidates
+            if c.kind in KINDS[rank + 1 :] and _same_code(c.code) not in versions
+        ]
         if others:
-            submission.notes.append(("flag_other_code", {"files": ", ".join(f"`{c.path}`" for c in others)}))
+            submission.notes.append(
+                ("flag_other_code", {"files": ", ".join(f"`{c.path}`" for c in others)})
+            )
         return chosen
     return None

@@ -11,9 +11,14 @@ from generator.grade.lesson import GradeLesson, Language
 from generator.grade.pages import code, fenced, html_page, plain
 from generator.grade.rows import Row, device_of, sandbox_of
 
-STATUS_KEYS = {"graded": "status_graded", "no submission": "status_no_submission", "unreadable": "status_unreadable",
-               "crashed": "status_crashed", "timed out": "status_timed_out",
-               "sandbox violation": "status_sandbox_violation"}
+STATUS_KEYS = {
+    "graded": "status_graded",
+    "no submission": "status_no_submission",
+    "unreadable": "status_unreadable",
+    "crashed": "status_crashed",
+    "timed out": "status_timed_out",
+    "sandbox violation": "status_sandbox_violation",
+}
 
 
 def check_lines(lesson: GradeLesson, row: Row, modules: Path) -> list[str]:
@@ -22,12 +27,27 @@ def check_lines(lesson: GradeLesson, row: Row, modules: Path) -> list[str]:
         return []
     module = lesson.languages[row.locale].module(modules)
     submission, data = row.submission, row.data
-    target = module.Target(Path(submission.source), submission.source, submission.code, cell=submission.cell)
-    results = {c["id"]: {k: v for k, v in c.items() if k not in ("id", "group")}
-               for c in data["cases"] if c["status"] != "not_run" or "lost" in c}   # given up, not missing
+    target = module.Target(
+        Path(submission.source), submission.source, submission.code, cell=submission.cell
+    )
+    results = {
+        c["id"]: {k: v for k, v in c.items() if k not in ("id", "group")}
+        for c in data["cases"]
+        if c["status"] != "not_run" or "lost" in c
+    }  # given up, not missing
     blank = module.blank_lines(submission.code) if data["status"] == "blank" else []
-    ev = module.Evaluation(target, data["edits_outside_blank"], data["fill"], blank, data["environment"], results,
-                           data["load_error"], data.get("timing"), data["flags"], data["sandbox"])
+    ev = module.Evaluation(
+        target,
+        data["edits_outside_blank"],
+        data["fill"],
+        blank,
+        data["environment"],
+        results,
+        data["load_error"],
+        data.get("timing"),
+        data["flags"],
+        data["sandbox"],
+    )
     return module.render_report(ev)[0]
 
 
@@ -40,12 +60,20 @@ def environment_text(language: Language, data: dict | None) -> str | None:
     env = (data or {}).get("environment")
     if not env:
         return None
-    return language.text("graded_env", device=device_of(data), torch=env["torch"], triton=env["triton"],
-                         date=(data or {}).get("date", ""))
+    return language.text(
+        "graded_env",
+        device=device_of(data),
+        torch=env["torch"],
+        triton=env["triton"],
+        date=(data or {}).get("date", ""),
+    )
 
 
 def sandbox_text(language: Language, sandbox: str) -> str:
-    if sandbox in ("off", "container"):   # container: rows.CONTAINER (a Gradescope container refused it)
+    if sandbox in (
+        "off",
+        "container",
+    ):  # container: rows.CONTAINER (a Gradescope container refused it)
         return language.text("sandbox_off" if sandbox == "off" else "sandbox_container")
     return language.text("sandbox_on", how=sandbox)
 
@@ -55,14 +83,29 @@ def summary_lines(lesson: GradeLesson, row: Row, sandbox: str, markdown: bool = 
     language = lesson.languages[row.locale]
     rubric = lesson.spec.rubric
     who = code(row.student) + (f" ({plain(row.name)})" if row.name else "")
-    items = [(language.text("student"), who), (language.text("status"), language.text(STATUS_KEYS[row.status]))]
+    items = [
+        (language.text("student"), who),
+        (language.text("status"), language.text(STATUS_KEYS[row.status])),
+    ]
     if row.data is not None and row.data["status"] in ("pass", "fail"):
-        items.append((language.text("points"), language.text(
-            "points_value", got=row.automatic, total=rubric.normal + rubric.boundary, normal=row.points["normal"],
-            normal_total=rubric.normal, boundary=row.points["boundary"], boundary_total=rubric.boundary,
-            explanation=rubric.explanation, questions=rubric.question_points,
-            question_names=question_names(len(lesson.spec.questions), language.text),
-            count=len(lesson.spec.questions))))
+        items.append(
+            (
+                language.text("points"),
+                language.text(
+                    "points_value",
+                    got=row.automatic,
+                    total=rubric.normal + rubric.boundary,
+                    normal=row.points["normal"],
+                    normal_total=rubric.normal,
+                    boundary=row.points["boundary"],
+                    boundary_total=rubric.boundary,
+                    explanation=rubric.explanation,
+                    questions=rubric.question_points,
+                    question_names=question_names(len(lesson.spec.questions), language.text),
+                    count=len(lesson.spec.questions),
+                ),
+            )
+        )
     if row.submission is not None and row.submission.source:
         items.append((language.text("graded_file"), code(row.submission.source)))
     env = environment_text(language, row.data)
@@ -75,7 +118,9 @@ def summary_lines(lesson: GradeLesson, row: Row, sandbox: str, markdown: bool = 
         items.append((language.text("sandbox"), sandbox_text(language, how)))
     colon = lesson.colon(row.locale)
     if not markdown:
-        return [f"{label}{colon} {value}".replace("`", "") if label else value for label, value in items]
+        return [
+            f"{label}{colon} {value}".replace("`", "") if label else value for label, value in items
+        ]
     return [f"- **{label}{colon}** {value}" if label else f"- {value}" for label, value in items]
 
 
@@ -100,11 +145,15 @@ def feedback_markdown(lesson: GradeLesson, row: Row, output: list[str], sandbox:
     return "\n".join(lines)
 
 
-def write_feedback(lesson: GradeLesson, row: Row, folder: Path, output: list[str], templates: Path, sandbox: str) -> None:
+def write_feedback(
+    lesson: GradeLesson, row: Row, folder: Path, output: list[str], templates: Path, sandbox: str
+) -> None:
     """feedback/<student>.md and .html."""
     markdown = feedback_markdown(lesson, row, output, sandbox)
     language = lesson.languages[row.locale]
     title = language.text("feedback_title", lesson=lesson.heading(row.locale)) + f" · {row.student}"
     folder.mkdir(parents=True, exist_ok=True)
     (folder / f"{row.slug}.md").write_text(markdown, encoding="utf-8")
-    (folder / f"{row.slug}.html").write_text(html_page(markdown, title, row.locale, templates), encoding="utf-8")
+    (folder / f"{row.slug}.html").write_text(
+        html_page(markdown, title, row.locale, templates), encoding="utf-8"
+    )

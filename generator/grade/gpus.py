@@ -13,7 +13,9 @@ from typing import Callable, Mapping
 from generator.checker.shared.environment import nvml_count
 
 
-def visible_gpus(environ: Mapping[str, str] = os.environ, count: Callable[[], int] = nvml_count) -> list[str]:
+def visible_gpus(
+    environ: Mapping[str, str] = os.environ, count: Callable[[], int] = nvml_count
+) -> list[str]:
     """The devices as CUDA_VISIBLE_DEVICES names them, one per GPU this process may use: the
     instructor's own CUDA_VISIBLE_DEVICES, entries up to the first empty one (as CUDA reads it), or
     every GPU that NVML counts; [] where neither says (nothing is pinned then)."""

@@ -50,19 +50,52 @@ def csv_text(columns: list[str], records: list[dict[str, object]]) -> str:
 
 def columns(lesson: GradeLesson) -> list[str]:
     manual = [f"manual_{part.id}" for part in lesson.spec.rubric.manual] + ["answers"]
-    return (["student_id", "name", "email", "lesson", "locale", "status", "points_normal", "points_boundary",
-             "points_automatic"] + manual +
-            ["cases_passed", "cases_failed", "cases_skipped", "failed_cases", "flags", "similar_to", "detail",
-             "graded_file",
-             "submission_sha256", "device", "torch", "triton", "python", "sandbox", "date", "checker_sha256"])
+    return (
+        [
+            "student_id",
+            "name",
+            "email",
+            "lesson",
+            "locale",
+            "status",
+            "points_normal",
+            "points_boundary",
+            "points_automatic",
+        ]
+        + manual
+        + [
+            "cases_passed",
+            "cases_failed",
+            "cases_skipped",
+            "failed_cases",
+            "flags",
+            "similar_to",
+            "detail",
+            "graded_file",
+            "submission_sha256",
+            "device",
+            "torch",
+            "triton",
+            "python",
+            "sandbox",
+            "date",
+            "checker_sha256",
+        ]
+    )
 
 
 def possible(lesson: GradeLesson) -> dict[str, object]:
     rubric = lesson.spec.rubric
-    row = {"student_id": POSSIBLE, "lesson": lesson.id, "points_normal": rubric.normal,
-           "points_boundary": rubric.boundary, "points_automatic": rubric.normal + rubric.boundary,
-           "answers": len(rubric.manual), "cases_passed": len(lesson.spec.checks.cases),
-           "checker_sha256": lesson.checker_hash}
+    row = {
+        "student_id": POSSIBLE,
+        "lesson": lesson.id,
+        "points_normal": rubric.normal,
+        "points_boundary": rubric.boundary,
+        "points_automatic": rubric.normal + rubric.boundary,
+        "answers": len(rubric.manual),
+        "cases_passed": len(lesson.spec.checks.cases),
+        "checker_sha256": lesson.checker_hash,
+    }
     row.update({f"manual_{part.id}": part.points for part in rubric.manual})
     return row
 
@@ -72,27 +105,47 @@ def record(lesson: GradeLesson, row: Row, instructor: str, sandbox: str) -> dict
     env = data.get("environment") or {}
     cases = data.get("cases") or []
     failed = failed_cases(data)
-    detail = reason_text(lesson.languages[instructor], row.reason).replace("`", "") if row.reason else ""
+    detail = (
+        reason_text(lesson.languages[instructor], row.reason).replace("`", "") if row.reason else ""
+    )
     if not detail and data.get("load_error"):
         load_error = data["load_error"]
-        detail = f"{load_error.get('kind', '')}: {str(load_error.get('text', '')).strip()}".strip(": ")[:300]
+        detail = f"{load_error.get('kind', '')}: {str(load_error.get('text', '')).strip()}".strip(
+            ": "
+        )[:300]
     submission = row.submission
-    return {"student_id": row.student, "name": row.name, "email": row.email, "lesson": lesson.id,
-            "locale": row.locale, "status": row.status, "points_normal": row.points["normal"],
-            "points_boundary": row.points["boundary"], "points_automatic": row.automatic,
-            "answers": answered_cell(row.answers),
-            "cases_passed": sum(1 for c in cases if c["status"] == "pass") if data else "",
-            "cases_failed": len(failed) if data else "",
-            "cases_skipped": sum(1 for c in cases if c["status"] == "skip") if data else "",
-            "failed_cases": " ".join(c["id"] for c in failed), "flags": ";".join(row.flags),
-            "similar_to": row.similar_to, "detail": detail,
-            "graded_file": submission.source if submission else "",
-            "submission_sha256": submission.digest if submission else "",
-            "device": device_of(data), "torch": env.get("torch", ""), "triton": env.get("triton", ""),
-            "python": env.get("python", ""), "sandbox": sandbox_of(data, sandbox),
-            "date": data.get("date", ""), "checker_sha256": lesson.checker_hash}
+    return {
+        "student_id": row.student,
+        "name": row.name,
+        "email": row.email,
+        "lesson": lesson.id,
+        "locale": row.locale,
+        "status": row.status,
+        "points_normal": row.points["normal"],
+        "points_boundary": row.points["boundary"],
+        "points_automatic": row.automatic,
+        "answers": answered_cell(row.answers),
+        "cases_passed": sum(1 for c in cases if c["status"] == "pass") if data else "",
+        "cases_failed": len(failed) if data else "",
+        "cases_skipped": sum(1 for c in cases if c["status"] == "skip") if data else "",
+        "failed_cases": " ".join(c["id"] for c in failed),
+        "flags": ";".join(row.flags),
+        "similar_to": row.similar_to,
+        "detail": detail,
+        "graded_file": submission.source if submission else "",
+        "submission_sha256": submission.digest if submission else "",
+        "device": device_of(data),
+        "torch": env.get("torch", ""),
+        "triton": env.get("triton", ""),
+        "python": env.get("python", ""),
+        "sandbox": sandbox_of(data, sandbox),
+        "date": data.get("date", ""),
+        "checker_sha256": lesson.checker_hash,
+    }
 
 
 def gradebook_csv(lesson: GradeLesson, rows: list[Row], instructor: str, sandbox: str) -> str:
-    return csv_text(columns(lesson), [possible(lesson)] + [record(lesson, row, instructor, sandbox) for row in rows])
-
+    return csv_text(
+        columns(lesson),
+        [possible(lesson)] + [record(lesson, row, instructor, sandbox) for row in rows],
+    )

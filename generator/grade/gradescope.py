@@ -35,19 +35,36 @@ VISIBILITIES = ("hidden", "after_due_date", "after_published", "visible")
 SANDBOXES = ("auto", "on", "off")
 
 
-def results_json(lesson: GradeLesson, row: Row, output: list[str], sandbox: str, visibility: str = "visible") -> dict:
+def results_json(
+    lesson: GradeLesson, row: Row, output: list[str], sandbox: str, visibility: str = "visible"
+) -> dict:
     """output: what check.py shows for the row (feedback.check_lines); visibility: the case tests'."""
     language = lesson.languages[row.locale]
-    head = summary_lines(lesson, row, sandbox, markdown=False) + note_lines(lesson, row, markdown=False)
+    head = summary_lines(lesson, row, sandbox, markdown=False) + note_lines(
+        lesson, row, markdown=False
+    )
     data = row.data or {}
     shown = output if visibility == "visible" else []
-    return {"score": row.automatic, "execution_time": round(float(data.get("seconds") or 0.0), 2),
-            "output": "\n".join(head + ([""] + shown if shown else [])),
-            "output_format": "text", "visibility": "visible", "stdout_visibility": "hidden",
-            "extra_data": {"student": row.student, "status": row.status, "flags": row.flags, "locale": row.locale,
-                           "lesson": lesson.id, "checker_sha256": lesson.checker_hash,
-                           "environment": data.get("environment"), "sandbox": sandbox_of(data, sandbox)},
-            "tests": _group_tests(lesson, row, language) + _case_tests(lesson, row, output, language, visibility)}
+    return {
+        "score": row.automatic,
+        "execution_time": round(float(data.get("seconds") or 0.0), 2),
+        "output": "\n".join(head + ([""] + shown if shown else [])),
+        "output_format": "text",
+        "visibility": "visible",
+        "stdout_visibility": "hidden",
+        "extra_data": {
+            "student": row.student,
+            "status": row.status,
+            "flags": row.flags,
+            "locale": row.locale,
+            "lesson": lesson.id,
+            "checker_sha256": lesson.checker_hash,
+            "environment": data.get("environment"),
+            "sandbox": sandbox_of(data, sandbox),
+        },
+        "tests": _group_tests(lesson, row, language)
+        + _case_tests(lesson, row, output, language, visibility),
+    }
 
 
 def _group_tests(lesson: GradeLesson, row: Row, language: Language) -> list[dict]:
@@ -56,15 +73,29 @@ def _group_tests(lesson: GradeLesson, row: Row, language: Language) -> list[dict
     cases = {c["id"]: c for c in (row.data or {}).get("cases") or []}
     tests = []
     for number, group in enumerate(("normal", "boundary"), start=1):
-        ran = [c for c in lesson.spec.checks.cases if c.group == group
-               and cases.get(c.id, {}).get("status") not in (None, "skip", "not_run")]
+        ran = [
+            c
+            for c in lesson.spec.checks.cases
+            if c.group == group
+            and cases.get(c.id, {}).get("status") not in (None, "skip", "not_run")
+        ]
         passed = [c for c in ran if cases[c.id]["status"] == "pass"]
-        said = (language.text("case_count", passed=len(passed), ran=len(ran)) if ran
-                else language.text("group_not_run", why=_why_none_ran(row, language)))
-        tests.append({"name": language.text(f"group_{group}"), "number": str(number),
-                      "score": row.points[group], "max_score": getattr(lesson.spec.rubric, group),
-                      "status": "passed" if ran and len(passed) == len(ran) else "failed",
-                      "output": said.replace("`", ""), "visibility": "visible"})
+        said = (
+            language.text("case_count", passed=len(passed), ran=len(ran))
+            if ran
+            else language.text("group_not_run", why=_why_none_ran(row, language))
+        )
+        tests.append(
+            {
+                "name": language.text(f"group_{group}"),
+                "number": str(number),
+                "score": row.points[group],
+                "max_score": getattr(lesson.spec.rubric, group),
+                "status": "passed" if ran and len(passed) == len(ran) else "failed",
+                "output": said.replace("`", ""),
+                "visibility": "visible",
+            }
+        )
     return tests
 
 
@@ -75,10 +106,14 @@ def _why_none_ran(row: Row, language: Language) -> str:
     if data.get("status") == "blank":
         return language.text("kind_blank")
     kind = (data.get("load_error") or {}).get("kind")
-    return language.text({"timeout": "kind_timeout", "crash": "kind_crash"}.get(kind, "kind_load_error"))
+    return language.text(
+        {"timeout": "kind_timeout", "crash": "kind_crash"}.get(kind, "kind_load_error")
+    )
 
 
-def _case_tests(lesson: GradeLesson, row: Row, output: list[str], language: Language, visibility: str) -> list[dict]:
+def _case_tests(
+    lesson: GradeLesson, row: Row, output: list[str], language: Language, visibility: str
+) -> list[dict]:
     names = language.data["case_names"]
     cases = {c["id"]: c for c in (row.data or {}).get("cases") or []}
     tests = []
@@ -86,21 +121,43 @@ def _case_tests(lesson: GradeLesson, row: Row, output: list[str], language: Lang
         result = cases.get(case.id)
         if result is None or result["status"] in ("skip", "not_run"):
             continue
-        tests.append({"name": names[case.id], "number": f"{1 if case.group == 'normal' else 2}.{index}",
-                      "score": 0, "max_score": 0, "status": "passed" if result["status"] == "pass" else "failed",
-                      "output": "\n".join(case_lines(output, names[case.id])), "visibility": visibility})
+        tests.append(
+            {
+                "name": names[case.id],
+                "number": f"{1 if case.group == 'normal' else 2}.{index}",
+                "score": 0,
+                "max_score": 0,
+                "status": "passed" if result["status"] == "pass" else "failed",
+                "output": "\n".join(case_lines(output, names[case.id])),
+                "visibility": visibility,
+            }
+        )
     return tests
 
 
-def not_graded_json(lesson: GradeLesson, locale: str, student: str, key: str, why: str, sandbox: str) -> dict:
+def not_graded_json(
+    lesson: GradeLesson, locale: str, student: str, key: str, why: str, sandbox: str
+) -> dict:
     """A results.json for a submission that could not be graded at all (none of its code ran):
     key is sandbox_required or not_graded, why the tool's own words."""
     text = lesson.languages[locale].text(key, why=why)
-    return {"score": 0, "output": text, "output_format": "text", "visibility": "visible",
-            "stdout_visibility": "hidden",
-            "extra_data": {"student": student, "status": "not graded", "locale": locale, "lesson": lesson.id,
-                           "checker_sha256": lesson.checker_hash, "sandbox": sandbox, "problem": why},
-            "tests": []}
+    return {
+        "score": 0,
+        "output": text,
+        "output_format": "text",
+        "visibility": "visible",
+        "stdout_visibility": "hidden",
+        "extra_data": {
+            "student": student,
+            "status": "not graded",
+            "locale": locale,
+            "lesson": lesson.id,
+            "checker_sha256": lesson.checker_hash,
+            "sandbox": sandbox,
+            "problem": why,
+        },
+        "tests": [],
+    }
 
 
 def sandbox_in_container(requested: str, problem: str | None) -> tuple[str, str | None]:
@@ -118,7 +175,9 @@ def sandbox_in_container(requested: str, problem: str | None) -> tuple[str, str 
 def case_lines(output: list[str], name: str) -> list[str]:
     """A case's line in check.py's output and the detail lines under it."""
     for start, line in enumerate(output):
-        shown = line[2:].split("  ", 1)[-1].rstrip()   # after the status; a note follows two spaces on
+        shown = (
+            line[2:].split("  ", 1)[-1].rstrip()
+        )  # after the status; a note follows two spaces on
         if line.startswith("  ") and (shown == name or shown.startswith(name + "  ")):
             end = start + 1
             while end < len(output) and output[end].startswith("        "):
@@ -136,7 +195,10 @@ def submitter(metadata: Path) -> tuple[str, str, str]:
     try:
         users = json.loads(metadata.read_text(encoding="utf-8")).get("users") or []
         user = users[0]
-        return (str(user.get("sid") or user.get("email") or user.get("id") or "submission"),
-                str(user.get("name") or ""), str(user.get("email") or ""))
+        return (
+            str(user.get("sid") or user.get("email") or user.get("id") or "submission"),
+            str(user.get("name") or ""),
+            str(user.get("email") or ""),
+        )
     except (OSError, ValueError, IndexError, AttributeError, TypeError):
         return "submission", "", ""

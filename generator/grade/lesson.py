@@ -32,25 +32,104 @@ class GradeError(CoursepackError):
 
 # Every text of grading, per language (content/locales/<locale>.yaml, `grade:`).
 TEXT_KEYS = (
-    "feedback_title", "student", "status", "points", "points_value", "question_span", "graded_on", "graded_env", "sandbox",
-    "sandbox_on", "sandbox_off", "interpreter_note", "graded_file", "output_heading", "notes_heading",
-    "status_graded", "status_no_submission", "status_unreadable", "status_crashed", "status_timed_out",
+    "feedback_title",
+    "student",
+    "status",
+    "points",
+    "points_value",
+    "question_span",
+    "graded_on",
+    "graded_env",
+    "sandbox",
+    "sandbox_on",
+    "sandbox_off",
+    "interpreter_note",
+    "graded_file",
+    "output_heading",
+    "notes_heading",
+    "status_graded",
+    "status_no_submission",
+    "status_unreadable",
+    "status_crashed",
+    "status_timed_out",
     "status_sandbox_violation",
-    "flag_claim_differs", "flag_other_code", "flag_late", "flag_not_in_roster", "flag_task_failed",
-    "name_edits_outside_blank", "name_no_triton", "name_claim_differs", "name_sandbox_events", "name_patched",
-    "name_inputs_modified", "name_protocol", "name_blank", "name_late", "name_other_code", "name_not_in_roster",
-    "name_sandbox_off", "name_withheld", "name_fill_not_triton", "name_unreviewed", "name_torch_computes", "name_cases_not_run",
-    "unreadable_zip", "unreadable_text", "unreadable_notebook", "unreadable_report", "too_large", "no_code",
-    "empty", "ambiguous", "no_submission",
-    "kind_error", "kind_timeout", "kind_crash", "kind_fault", "kind_wrong_shape", "kind_wrong_dtype",
-    "kind_not_tensor", "kind_load_error", "kind_blank",
-    "group_normal", "group_boundary", "case_count",
-    "summary_title", "summary_intro", "summary_statuses", "summary_distribution", "chart_points", "chart_students",
-    "summary_cases", "summary_reasons", "summary_reasons_none", "reason_line", "reason_matches",
-    "summary_mistakes", "summary_mistakes_none", "mistake_line", "summary_flags", "summary_flags_none",
-    "col_case", "col_group", "col_passed", "col_failed", "col_skipped", "col_rate", "col_students", "col_status",
-    "col_points", "col_flag", "col_cases", "none",
-    "zip_too_large", "zip_ratio", "no_exercise_cell", "sandbox_container", "sandbox_required", "not_graded",
+    "flag_claim_differs",
+    "flag_other_code",
+    "flag_late",
+    "flag_not_in_roster",
+    "flag_task_failed",
+    "name_edits_outside_blank",
+    "name_no_triton",
+    "name_claim_differs",
+    "name_sandbox_events",
+    "name_patched",
+    "name_inputs_modified",
+    "name_protocol",
+    "name_blank",
+    "name_late",
+    "name_other_code",
+    "name_not_in_roster",
+    "name_sandbox_off",
+    "name_withheld",
+    "name_fill_not_triton",
+    "name_unreviewed",
+    "name_torch_computes",
+    "name_cases_not_run",
+    "unreadable_zip",
+    "unreadable_text",
+    "unreadable_notebook",
+    "unreadable_report",
+    "too_large",
+    "no_code",
+    "empty",
+    "ambiguous",
+    "no_submission",
+    "kind_error",
+    "kind_timeout",
+    "kind_crash",
+    "kind_fault",
+    "kind_wrong_shape",
+    "kind_wrong_dtype",
+    "kind_not_tensor",
+    "kind_load_error",
+    "kind_blank",
+    "group_normal",
+    "group_boundary",
+    "case_count",
+    "summary_title",
+    "summary_intro",
+    "summary_statuses",
+    "summary_distribution",
+    "chart_points",
+    "chart_students",
+    "summary_cases",
+    "summary_reasons",
+    "summary_reasons_none",
+    "reason_line",
+    "reason_matches",
+    "summary_mistakes",
+    "summary_mistakes_none",
+    "mistake_line",
+    "summary_flags",
+    "summary_flags_none",
+    "col_case",
+    "col_group",
+    "col_passed",
+    "col_failed",
+    "col_skipped",
+    "col_rate",
+    "col_students",
+    "col_status",
+    "col_points",
+    "col_flag",
+    "col_cases",
+    "none",
+    "zip_too_large",
+    "zip_ratio",
+    "no_exercise_cell",
+    "sandbox_container",
+    "sandbox_required",
+    "not_graded",
     "group_not_run",
 )
 KIT_FORMAT = 1
@@ -62,17 +141,19 @@ class Language:
     """One language of the lesson: its check.py, its texts of grading, its words for the lesson."""
 
     locale: str
-    checker: str                  # check.py's source (exercise edition)
-    texts: dict[str, str]         # grade.* of content/locales/<locale>.yaml
-    heading: str                  # "Lesson 3: ..." in this language
-    colon: str                    # this language's colon, as the packs write it
-    data: dict = field(init=False)            # check.py's LESSON data block
-    comments: frozenset = field(init=False)   # the comment lines of its exercise kernel file
+    checker: str  # check.py's source (exercise edition)
+    texts: dict[str, str]  # grade.* of content/locales/<locale>.yaml
+    heading: str  # "Lesson 3: ..." in this language
+    colon: str  # this language's colon, as the packs write it
+    data: dict = field(init=False)  # check.py's LESSON data block
+    comments: frozenset = field(init=False)  # the comment lines of its exercise kernel file
     _module: object = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
         self.data = json.loads(DATA.search(self.checker).group(1))
-        self.comments = frozenset(line.strip() for line in self.data["template"] if line.strip().startswith("#"))
+        self.comments = frozenset(
+            line.strip() for line in self.data["template"] if line.strip().startswith("#")
+        )
 
     def text(self, key: str, **values) -> str:
         return self.texts[key].format(**values)
@@ -106,9 +187,15 @@ class GradeLesson:
     spec: LessonSpec
     source_locale: str
     languages: dict[str, Language]
-    mistake_codes: dict[str, str] = field(default_factory=dict)   # mistake id -> its fill, or old -> new
-    answer: str | None = None     # the kernel file filled with the answer (from the content; never in a kit)
-    texts: dict = field(default_factory=dict)   # the lesson's texts per language, reference answers too
+    mistake_codes: dict[str, str] = field(
+        default_factory=dict
+    )  # mistake id -> its fill, or old -> new
+    answer: str | None = (
+        None  # the kernel file filled with the answer (from the content; never in a kit)
+    )
+    texts: dict = field(
+        default_factory=dict
+    )  # the lesson's texts per language, reference answers too
     # (from the content, for rubric.json; never in a kit)
 
     @property
@@ -137,7 +224,9 @@ class GradeLesson:
     def colon(self, locale: str) -> str:
         return self.languages[locale].colon
 
-    def review_edits(self, code: str, notebook: bool, modules: Path) -> tuple[list[int], str | None]:
+    def review_edits(
+        self, code: str, notebook: bool, modules: Path
+    ) -> tuple[list[int], str | None]:
         """Lines changed outside the blank, and the fill: against the exercise file of the language
         that differs least (a kernel file keeps its pack's comments, whose line count differs
         between languages; a student is not blamed for the language of the pack)."""
@@ -162,6 +251,7 @@ class GradeLesson:
 def load_lesson(content_dir: Path, lesson_id: str) -> GradeLesson:
     from generator.content.loader import load_content
     from generator.render.render import LessonContext, checker_source
+
     content = load_content(content_dir)
     lesson = content.lessons.get(lesson_id)
     if lesson is None:
@@ -174,24 +264,52 @@ def load_lesson(content_dir: Path, lesson_id: str) -> GradeLesson:
         texts = dict(content.locales[locale].grade)
         missing = [key for key in TEXT_KEYS if key not in texts]
         if missing:
-            raise GradeError(f"{content_dir}/locales/{locale}.yaml: grade: missing {', '.join(missing)} "
-                             "(the texts of `coursepack grade`; see the source-language file)")
+            raise GradeError(
+                f"{content_dir}/locales/{locale}.yaml: grade: missing {', '.join(missing)} "
+                "(the texts of `coursepack grade`; see the source-language file)"
+            )
         ui = content.locales[locale]
-        languages[locale] = Language(locale, checker_source(LessonContext(content, lesson, locale, "exercise")), texts,
-                                     ui.heading(lesson_id, entry.number), ui.pack.colon)
-    mistakes = {m.id: m.fill if m.fill is not None else f"{m.replace.old.strip()} -> {m.replace.new.strip()}"
-                for m in lesson.spec.checks.mistakes}
-    return GradeLesson(lesson.spec, content.course.source_locale, languages, mistakes, source.code(answer=True),
-                       dict(lesson.texts))
+        languages[locale] = Language(
+            locale,
+            checker_source(LessonContext(content, lesson, locale, "exercise")),
+            texts,
+            ui.heading(lesson_id, entry.number),
+            ui.pack.colon,
+        )
+    mistakes = {
+        m.id: m.fill
+        if m.fill is not None
+        else f"{m.replace.old.strip()} -> {m.replace.new.strip()}"
+        for m in lesson.spec.checks.mistakes
+    }
+    return GradeLesson(
+        lesson.spec,
+        content.course.source_locale,
+        languages,
+        mistakes,
+        source.code(answer=True),
+        dict(lesson.texts),
+    )
 
 
 def kit_json(lesson: GradeLesson) -> str:
     """The lesson as grading needs it, without the content: no answer, no declared mistake."""
     spec = lesson.spec.model_dump(mode="json")
     spec["checks"]["mistakes"] = []
-    kit = {"format": KIT_FORMAT, "spec": spec, "source_locale": lesson.source_locale,
-           "languages": {loc: {"checker": lang.checker, "texts": lang.texts, "heading": lang.heading,
-                               "colon": lang.colon} for loc, lang in lesson.languages.items()}}
+    kit = {
+        "format": KIT_FORMAT,
+        "spec": spec,
+        "source_locale": lesson.source_locale,
+        "languages": {
+            loc: {
+                "checker": lang.checker,
+                "texts": lang.texts,
+                "heading": lang.heading,
+                "colon": lang.colon,
+            }
+            for loc, lang in lesson.languages.items()
+        },
+    }
     return json.dumps(kit, ensure_ascii=False)
 
 
@@ -200,8 +318,10 @@ def load_kit(path: Path) -> GradeLesson:
         kit = json.loads(path.read_text(encoding="utf-8"))
         if kit.get("format") != KIT_FORMAT:
             raise ValueError(f"format {kit.get('format')!r}, expected {KIT_FORMAT}")
-        languages = {loc: Language(loc, v["checker"], v["texts"], v["heading"], v["colon"])
-                     for loc, v in kit["languages"].items()}
+        languages = {
+            loc: Language(loc, v["checker"], v["texts"], v["heading"], v["colon"])
+            for loc, v in kit["languages"].items()
+        }
         return GradeLesson(LessonSpec.model_validate(kit["spec"]), kit["source_locale"], languages)
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
         raise GradeError(f"{path}: not a grading kit that can be read ({exc})") from exc

@@ -36,20 +36,32 @@ def fenced(lines: list[str], info: str = "text") -> list[str]:
 
 def table(header: list[str], rows: list[list[str]]) -> list[str]:
     """A Markdown table (cells already Markdown)."""
-    cell = lambda value: str(value).replace("|", "\\|")   # noqa: E731
-    return ["| " + " | ".join(cell(h) for h in header) + " |", "|" + "---|" * len(header),
-            *["| " + " | ".join(cell(v) for v in row) + " |" for row in rows]]
+    cell = lambda value: str(value).replace("|", "\\|")  # noqa: E731
+    return [
+        "| " + " | ".join(cell(h) for h in header) + " |",
+        "|" + "---|" * len(header),
+        *["| " + " | ".join(cell(v) for v in row) + " |" for row in rows],
+    ]
 
 
-def html_page(markdown: str, title: str, lang: str, templates: Path, svg: dict[str, str] | None = None) -> str:
+def html_page(
+    markdown: str, title: str, lang: str, templates: Path, svg: dict[str, str] | None = None
+) -> str:
     """The Markdown page as HTML; an image whose file name is a key of svg is drawn inline."""
     body = _MD.render(markdown)
     for name, drawing in (svg or {}).items():
-        body = re.sub(rf'(?:<p>)?<img src="{re.escape(name)}" alt="([^"]*)" ?/?>(?:</p>)?',
-                      lambda m: f'<figure class="chart" aria-label="{m.group(1)}">{drawing}</figure>', body)
+        body = re.sub(
+            rf'(?:<p>)?<img src="{re.escape(name)}" alt="([^"]*)" ?/?>(?:</p>)?',
+            lambda m: f'<figure class="chart" aria-label="{m.group(1)}">{drawing}</figure>',
+            body,
+        )
     return document(Markup(body), title, lang, templates)
 
 
 def document(body: Markup, title: str, lang: str, templates: Path) -> str:
     """An HTML body (already safe) as a self-contained page of grading."""
-    return jinja_env(templates).get_template("grade/page.html.j2").render(lang=lang, title=title, body=body)
+    return (
+        jinja_env(templates)
+        .get_template("grade/page.html.j2")
+        .render(lang=lang, title=title, body=body)
+    )

@@ -42,7 +42,9 @@ def read_roster(path: Path, locales: list[str]) -> list[Student]:
         raise GradeError(f"{path}: cannot read the roster ({exc})") from exc
     rows = list(csv.reader(io.StringIO(text)))
     if not rows:
-        raise GradeError(f"{path}: the roster is empty (expected a header row: id,name,email,locale,aliases)")
+        raise GradeError(
+            f"{path}: the roster is empty (expected a header row: id,name,email,locale,aliases)"
+        )
     header = [h.strip().lower() for h in rows[0]]
     column = {name: i for i, name in enumerate(header)}
     id_at = next((column[c] for c in ID_COLUMNS if c in column), None)
@@ -57,16 +59,22 @@ def read_roster(path: Path, locales: list[str]) -> list[Student]:
     for line, row in enumerate(rows[1:], start=2):
         if not any(c.strip() for c in row):
             continue
-        student = Student(cell(row, id_at), cell(row, column.get("name")), cell(row, column.get("email")),
-                          cell(row, locale_at),
-                          [a.strip() for a in cell(row, column.get("aliases")).split(";") if a.strip()])
+        student = Student(
+            cell(row, id_at),
+            cell(row, column.get("name")),
+            cell(row, column.get("email")),
+            cell(row, locale_at),
+            [a.strip() for a in cell(row, column.get("aliases")).split(";") if a.strip()],
+        )
         if not student.id:
             problems.append(f"{path}:{line}: no id")
         elif student.id in seen:
             problems.append(f"{path}:{line}: id '{student.id}' is listed twice")
         if student.locale and student.locale not in locales:
-            problems.append(f"{path}:{line}: locale '{student.locale}' is not one of the course's "
-                            f"({', '.join(locales)})")
+            problems.append(
+                f"{path}:{line}: locale '{student.locale}' is not one of the course's "
+                f"({', '.join(locales)})"
+            )
         seen.add(student.id)
         students.append(student)
     if problems:

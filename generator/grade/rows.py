@@ -19,11 +19,27 @@ from generator.grade.collect import Reason, Submission
 from generator.grade.lesson import GradeLesson
 from generator.grade.roster import Student, match
 
-CONTAINER = "container"   # graded without our sandbox in a container that refuses it (gradescope.py)
+CONTAINER = "container"  # graded without our sandbox in a container that refuses it (gradescope.py)
 STATUSES = ("graded", "no submission", "unreadable", "crashed", "timed out", "sandbox violation")
-FLAGS = ("withheld", "edits_outside_blank", "unreviewed", "fill_not_triton", "no_triton", "torch_computes",
-         "claim_differs", "sandbox_events", "patched", "inputs_modified", "protocol", "blank", "late", "other_code",
-         "not_in_roster", "sandbox_off", "cases_not_run")
+FLAGS = (
+    "withheld",
+    "edits_outside_blank",
+    "unreviewed",
+    "fill_not_triton",
+    "no_triton",
+    "torch_computes",
+    "claim_differs",
+    "sandbox_events",
+    "patched",
+    "inputs_modified",
+    "protocol",
+    "blank",
+    "late",
+    "other_code",
+    "not_in_roster",
+    "sandbox_off",
+    "cases_not_run",
+)
 
 
 @dataclass
@@ -33,15 +49,17 @@ class Row:
     email: str = ""
     locale: str = ""
     submission: Submission | None = None
-    data: dict | None = None           # check.py's --json result for the graded code
+    data: dict | None = None  # check.py's --json result for the graded code
     status: str = "graded"
-    reason: Reason | None = None       # why there is no result (unreadable, no submission, crashed)
+    reason: Reason | None = None  # why there is no result (unreadable, no submission, crashed)
     flags: list[str] = field(default_factory=list)
-    notes: list[Reason] = field(default_factory=list)   # shown beyond check.py's own lines
+    notes: list[Reason] = field(default_factory=list)  # shown beyond check.py's own lines
     points: dict = field(default_factory=lambda: {"normal": 0, "boundary": 0})
-    slug: str = ""                     # the student's id as a file name: feedback/<slug>.md
-    answers: dict | None = None        # the manual parts' answers, as answers.json holds them (answers.py)
-    similar_to: str = ""               # copy detection's matches (similarity.py): evidence for the instructor
+    slug: str = ""  # the student's id as a file name: feedback/<slug>.md
+    answers: dict | None = (
+        None  # the manual parts' answers, as answers.json holds them (answers.py)
+    )
+    similar_to: str = ""  # copy detection's matches (similarity.py): evidence for the instructor
 
     @property
     def automatic(self) -> int:
@@ -52,7 +70,10 @@ def assign_slugs(rows: list[Row]) -> None:
     """File names from the students' ids: safe characters only, and never two alike."""
     taken: set[str] = set()
     for row in rows:
-        base = "".join(c if c.isalnum() or c in "-_.@" else "_" for c in row.student).strip(".") or "student"
+        base = (
+            "".join(c if c.isalnum() or c in "-_.@" else "_" for c in row.student).strip(".")
+            or "student"
+        )
         slug, n = base, 1
         while slug.casefold() in taken:
             n += 1
@@ -61,8 +82,9 @@ def assign_slugs(rows: list[Row]) -> None:
         row.slug = slug
 
 
-def people(submissions: list[Submission],
-           roster: list[Student] | None) -> list[tuple[Student, Submission | None, bool]]:
+def people(
+    submissions: list[Submission], roster: list[Student] | None
+) -> list[tuple[Student, Submission | None, bool]]:
     """(student, their submission or None, in the roster) for every submission and roster row."""
     if roster is None:
         return [(Student(s.student, s.name, s.email), s, True) for s in submissions]
@@ -70,10 +92,18 @@ def people(submissions: list[Submission],
     for submission in submissions:
         student = match(roster, submission.student, submission.email)
         if student is None:
-            found.append((Student(submission.student, submission.name, submission.email), submission, False))
+            found.append(
+                (Student(submission.student, submission.name, submission.email), submission, False)
+            )
         else:
-            if student.id in seen:   # two hand-ins matched one student (an id and an alias, say)
-                found.append((Student(submission.student, submission.name, submission.email), submission, False))
+            if student.id in seen:  # two hand-ins matched one student (an id and an alias, say)
+                found.append(
+                    (
+                        Student(submission.student, submission.name, submission.email),
+                        submission,
+                        False,
+                    )
+                )
                 continue
             seen.add(student.id)
             found.append((student, submission, True))
@@ -81,13 +111,31 @@ def people(submissions: list[Submission],
     return sorted(found, key=lambda item: item[0].id)
 
 
-def make_row(lesson: GradeLesson, student: Student, submission: Submission | None, in_roster: bool,
-             data: dict | None, failed: str | None, locale: str | None, sandbox: str) -> Row:
+def make_row(
+    lesson: GradeLesson,
+    student: Student,
+    submission: Submission | None,
+    in_roster: bool,
+    data: dict | None,
+    failed: str | None,
+    locale: str | None,
+    sandbox: str,
+) -> Row:
     """locale: --locale (it wins), else the roster's, else the submission's own pack language,
     else the course's source language. failed: why the run gave no result for this code."""
-    chosen = locale or student.locale or (submission.locale if submission else None) or lesson.source_locale
-    row = Row(student.id, student.name or (submission.name if submission else ""),
-              student.email or (submission.email if submission else ""), chosen, submission)
+    chosen = (
+        locale
+        or student.locale
+        or (submission.locale if submission else None)
+        or lesson.source_locale
+    )
+    row = Row(
+        student.id,
+        student.name or (submission.name if submission else ""),
+        student.email or (submission.email if submission else ""),
+        chosen,
+        submission,
+    )
     if not in_roster:
         row.flags.append("not_in_roster")
         row.notes.append(("flag_not_in_roster", {}))
@@ -111,11 +159,16 @@ def make_row(lesson: GradeLesson, student: Student, submission: Submission | Non
     row.data = data
     row.status = status_of(data)
     if data["status"] in ("pass", "fail"):
-        row.points = {"normal": int(data["score"]["normal"]), "boundary": int(data["score"]["boundary"])}
+        row.points = {
+            "normal": int(data["score"]["normal"]),
+            "boundary": int(data["score"]["boundary"]),
+        }
     row.flags += checker_flags(data)
     if submission.claim is not None and submission.claim != data["status"]:
         row.flags.append("claim_differs")
-        row.notes.append(("flag_claim_differs", {"claimed": submission.claim, "actual": data["status"]}))
+        row.notes.append(
+            ("flag_claim_differs", {"claimed": submission.claim, "actual": data["status"]})
+        )
     row.flags = [f for f in FLAGS if f in row.flags]
     return row
 
@@ -140,20 +193,33 @@ def checker_flags(data: dict) -> list[str]:
         found.append("edits_outside_blank")
     if data.get("status") == "blank":
         found.append("blank")
-    for key, flag in (("no_triton", "no_triton"), ("events", "sandbox_events"), ("patched", "patched"),
-                      ("inputs_modified", "inputs_modified"), ("protocol", "protocol"), ("withheld", "withheld"),
-                      ("unreviewed", "unreviewed"), ("fill_not_triton", "fill_not_triton"),
-                      ("torch_computes", "torch_computes")):
+    for key, flag in (
+        ("no_triton", "no_triton"),
+        ("events", "sandbox_events"),
+        ("patched", "patched"),
+        ("inputs_modified", "inputs_modified"),
+        ("protocol", "protocol"),
+        ("withheld", "withheld"),
+        ("unreviewed", "unreviewed"),
+        ("fill_not_triton", "fill_not_triton"),
+        ("torch_computes", "torch_computes"),
+    ):
         if flags.get(key):
             found.append(flag)
     if any(c.get("status") == "skip" for c in data.get("cases") or []):
-        found.append("cases_not_run")   # a kernel may differ on them (a dtype or a size test): not established
+        found.append(
+            "cases_not_run"
+        )  # a kernel may differ on them (a dtype or a size test): not established
     return found
 
 
 def failed_cases(data: dict | None) -> list[dict]:
     """The cases that ran and did not pass."""
-    return [c for c in (data or {}).get("cases") or [] if c.get("status") not in ("pass", "skip", "not_run")]
+    return [
+        c
+        for c in (data or {}).get("cases") or []
+        if c.get("status") not in ("pass", "skip", "not_run")
+    ]
 
 
 def device_of(data: dict | None) -> str:

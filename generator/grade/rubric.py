@@ -16,7 +16,9 @@ def rubric_document(lesson: GradeLesson) -> dict:
     """rubric.json's content. The texts come from the lesson's content (lesson.texts); a grading
     kit has none (no answer travels in one), so there the titles and questions are check.py's and
     the references are left out."""
-    locales = [lesson.source_locale] + [loc for loc in lesson.languages if loc != lesson.source_locale]
+    locales = [lesson.source_locale] + [
+        loc for loc in lesson.languages if loc != lesson.source_locale
+    ]
     rubric = lesson.spec.rubric
     parts = []
     for part in rubric.parts:
@@ -26,17 +28,33 @@ def rubric_document(lesson: GradeLesson) -> dict:
         if part.kind == "manual":
             entry["place"] = part.where()
             entry["prompt"] = {loc: texts[loc]["prompt"] for loc in locales if texts[loc]["prompt"]}
-            entry["reference"] = {loc: texts[loc]["reference"] for loc in locales if texts[loc]["reference"]}
+            entry["reference"] = {
+                loc: texts[loc]["reference"] for loc in locales if texts[loc]["reference"]
+            }
         parts.append(entry)
-    vetoes = [{"id": veto, "title": {loc: _veto_text(lesson, loc, veto) for loc in locales}} for veto in rubric.vetoes]
-    return {"lesson": lesson.id, "source_locale": lesson.source_locale, "locales": locales,
-            "pass_total": rubric.pass_total, "max_total": rubric.max_total, "parts": parts, "vetoes": vetoes}
+    vetoes = [
+        {"id": veto, "title": {loc: _veto_text(lesson, loc, veto) for loc in locales}}
+        for veto in rubric.vetoes
+    ]
+    return {
+        "lesson": lesson.id,
+        "source_locale": lesson.source_locale,
+        "locales": locales,
+        "pass_total": rubric.pass_total,
+        "max_total": rubric.max_total,
+        "parts": parts,
+        "vetoes": vetoes,
+    }
 
 
 def _part_texts(lesson: GradeLesson, locale: str, part) -> dict:
     language = lesson.languages[locale]
     if part.kind == "auto":
-        return {"title": language.texts.get(f"group_{part.id}", part.id), "prompt": None, "reference": None}
+        return {
+            "title": language.texts.get(f"group_{part.id}", part.id),
+            "prompt": None,
+            "reference": None,
+        }
     text = lesson.texts.get(locale)
     if text is not None and part.id in text.questions:
         question = text.questions[part.id]
@@ -57,8 +75,9 @@ def rubric_json(lesson: GradeLesson) -> str:
     return json.dumps(rubric_document(lesson), ensure_ascii=False, indent=1) + "\n"
 
 
-def totals(rubric: dict, auto: dict[str, float | None], manual: dict[str, float | None],
-           vetoes: list[str]) -> dict:
+def totals(
+    rubric: dict, auto: dict[str, float | None], manual: dict[str, float | None], vetoes: list[str]
+) -> dict:
     """A student's result under rubric (rubric.json's content): auto and manual map part ids to
     points (None: not scored yet; a part left out counts as not scored), vetoes the ids set.
     {"total": float | None, "max": int, "passed": bool | None, "graded": "k of n"} where graded counts
@@ -71,7 +90,9 @@ def totals(rubric: dict, auto: dict[str, float | None], manual: dict[str, float 
         for pid, points in given.items():
             part = by_id.get(pid)
             if part is None or part["kind"] != kind:
-                raise ValueError(f"{pid!r} is not a{'n automatic' if kind == 'auto' else ' manual'} part of the rubric")
+                raise ValueError(
+                    f"{pid!r} is not a{'n automatic' if kind == 'auto' else ' manual'} part of the rubric"
+                )
             if points is not None and not 0 <= points <= part["points"]:
                 raise ValueError(f"{pid}: {points} points is outside 0..{part['points']}")
             scores[pid] = points
@@ -83,4 +104,9 @@ def totals(rubric: dict, auto: dict[str, float | None], manual: dict[str, float 
     complete = all(scores.get(pid) is not None for pid in by_id)
     total = float(sum(scores[pid] for pid in by_id)) if complete else None
     passed = False if vetoes else (None if total is None else total >= rubric["pass_total"])
-    return {"total": total, "max": rubric["max_total"], "passed": passed, "graded": f"{graded} of {len(manual_ids)}"}
+    return {
+        "total": total,
+        "max": rubric["max_total"],
+        "passed": passed,
+        "graded": f"{graded} of {len(manual_ids)}",
+    }

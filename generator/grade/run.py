@@ -38,7 +38,15 @@ from generator.grade.rows import CONTAINER, Row, assign_slugs, make_row, people
 from generator.grade.similarity import Settings
 from generator.grade.similarity_pages import earlier_terms, write_similarity
 from generator.grade.summary import CHART, score_chart, summary_markdown
-from generator.grade.tasks import START_S, ResultStore, Unit, collect_results, harvest, plan, unit_key
+from generator.grade.tasks import (
+    START_S,
+    ResultStore,
+    Unit,
+    collect_results,
+    harvest,
+    plan,
+    unit_key,
+)
 from generator.render.render import check_templates, jinja_env
 from generator.files.resources import TEMPLATES
 from generator.review.record import after_grading
@@ -60,28 +68,34 @@ class GradeOptions(RunnerOptions):
     lesson: str = ""
     content: Path = Path("content")
     templates: Path = TEMPLATES
-    out: Path | None = None             # default: <build>/grades/<lesson>
-    build: Path | None = None           # the cache and job folders; default: build/ beside the content
-    locale: str | None = None           # every feedback in this language
+    out: Path | None = None  # default: <build>/grades/<lesson>
+    build: Path | None = None  # the cache and job folders; default: build/ beside the content
+    locale: str | None = None  # every feedback in this language
     roster: Path | None = None
-    chunk: int | None = None            # submissions per task (default: all in one locally, 50 elsewhere)
-    timeout: float | None = None        # seconds per case (default: the lesson's timeout_s)
-    sandbox: str = "on"                 # "off": the documented opt-out; every output says so
+    chunk: int | None = None  # submissions per task (default: all in one locally, 50 elsewhere)
+    timeout: float | None = None  # seconds per case (default: the lesson's timeout_s)
+    sandbox: str = "on"  # "off": the documented opt-out; every output says so
     gradescope_submission: Path = gs.SUBMISSION
     gradescope_results: Path = gs.RESULTS
     gradescope_metadata: Path = gs.METADATA
-    gradescope_visibility: str = "visible"   # of the case tests in results.json (the groups' stay visible)
-    kit: Path | None = None             # a grading kit instead of the content (scripts/gradescope_autograder.py)
-    similarity: Settings = field(default_factory=Settings)   # copy detection's thresholds (similarity.py)
-    compare_with: list[Path] = field(default_factory=list)   # earlier terms' grading folders
+    gradescope_visibility: str = (
+        "visible"  # of the case tests in results.json (the groups' stay visible)
+    )
+    kit: Path | None = (
+        None  # a grading kit instead of the content (scripts/gradescope_autograder.py)
+    )
+    similarity: Settings = field(
+        default_factory=Settings
+    )  # copy detection's thresholds (similarity.py)
+    compare_with: list[Path] = field(default_factory=list)  # earlier terms' grading folders
 
 
 @dataclass
 class GradeOutcome:
     rows: list[Row]
     out: Path | None
-    ran: int = 0                  # distinct pieces of code run now
-    cached: int = 0               # distinct pieces of code whose result came from the cache
+    ran: int = 0  # distinct pieces of code run now
+    cached: int = 0  # distinct pieces of code whose result came from the cache
     seconds: float = 0.0
     run_seconds: float = 0.0
     tasks: list[dict] = field(default_factory=list)
@@ -95,31 +109,50 @@ def _stderr(message: str) -> None:
 def grade(options: GradeOptions, progress: Progress = _stderr) -> GradeOutcome:
     started = time.monotonic()
     build = options.build or options.content.resolve().parent / "build"
-    build.mkdir(parents=True, exist_ok=True)   # the runners start in it (a new --cache folder too)
+    build.mkdir(parents=True, exist_ok=True)  # the runners start in it (a new --cache folder too)
     runner = _runner(options, build, progress)
     if options.submissions is not None and options.submissions.exists():
-        runner.warm_up()   # the task server imports torch while the lesson and the submissions are read
+        runner.warm_up()  # the task server imports torch while the lesson and the submissions are read
     lesson = load_lesson(options.content, options.lesson)
-    check_templates(jinja_env(options.templates))   # a broken page template stops grading before it runs code
-    earlier = earlier_terms(options.compare_with)    # read before any code runs: a bad folder stops here
+    check_templates(
+        jinja_env(options.templates)
+    )  # a broken page template stops grading before it runs code
+    earlier = earlier_terms(
+        options.compare_with
+    )  # read before any code runs: a bad folder stops here
     out = options.out or build / "grades" / lesson.id
     check_out_folder(out)
     locales = list(lesson.languages)
     if options.locale and options.locale not in locales:
-        raise GradeError(f"--locale {options.locale}: not one of the course's languages ({', '.join(locales)})")
+        raise GradeError(
+            f"--locale {options.locale}: not one of the course's languages ({', '.join(locales)})"
+        )
     roster = read_roster(options.roster, locales) if options.roster else None
     if not options.submissions.exists():
         raise GradeError(f"{options.submissions}: no such file or folder")
     submissions = collect(options.submissions, lesson)
     pairs = people(submissions, roster)
-    progress(f"grade {lesson.id}: {len(submissions)} submission(s) in {options.submissions}"
-             + (f", {len(roster)} student(s) in the roster" if roster is not None else ""))
+    progress(
+        f"grade {lesson.id}: {len(submissions)} submission(s) in {options.submissions}"
+        + (f", {len(roster)} student(s) in the roster" if roster is not None else "")
+    )
     outcome = GradeOutcome([], out)
-    results, failures = _run(lesson, [s for _, s, _ in pairs if s is not None], runner, options, build, outcome,
-                             progress)
-    rows = [make_row(lesson, student, submission, in_roster, results.get(id(submission)),
-                     failures.get(id(submission)), options.locale, options.sandbox)
-            for student, submission, in_roster in pairs]
+    results, failures = _run(
+        lesson, [s for _, s, _ in pairs if s is not None], runner, options, build, outcome, progress
+    )
+    rows = [
+        make_row(
+            lesson,
+            student,
+            submission,
+            in_roster,
+            results.get(id(submission)),
+            failures.get(id(submission)),
+            options.locale,
+            options.sandbox,
+        )
+        for student, submission, in_roster in pairs
+    ]
     assign_slugs(rows)
     instructor = options.locale or lesson.source_locale
     _write_outputs(lesson, rows, out, build, options, instructor, earlier)
@@ -141,60 +174,93 @@ def grade_in_container(options: GradeOptions, progress: Progress = _stderr) -> G
     outcome = GradeOutcome([], None)
     try:
         _grade_one(lesson, student, options, outcome, progress)
-    except Exception as exc:   # noqa: BLE001 - the student sees why, not "the autograder failed"
+    except Exception as exc:  # noqa: BLE001 - the student sees why, not "the autograder failed"
         locale = options.locale or student.locale or lesson.source_locale
         why = str(exc) if isinstance(exc, CoursepackError) else f"{type(exc).__name__}: {exc}"
-        gs.write_results(options.gradescope_results,
-                         gs.not_graded_json(lesson, locale, student.id, "not_graded", why, options.sandbox))
+        gs.write_results(
+            options.gradescope_results,
+            gs.not_graded_json(lesson, locale, student.id, "not_graded", why, options.sandbox),
+        )
         progress(f"wrote {options.gradescope_results}: not graded: {why}")
         if not isinstance(exc, CoursepackError):
-            raise   # a defect: its traceback for the instructor's log
+            raise  # a defect: its traceback for the instructor's log
         outcome.problems = [why]
     outcome.seconds = time.monotonic() - started
     return outcome
 
 
-def _grade_one(lesson: GradeLesson, student: Student, options: GradeOptions, outcome: GradeOutcome,
-               progress: Progress) -> None:
+def _grade_one(
+    lesson: GradeLesson,
+    student: Student,
+    options: GradeOptions,
+    outcome: GradeOutcome,
+    progress: Progress,
+) -> None:
     folder = options.gradescope_submission
     if not folder.is_dir():
-        raise GradeError(f"{folder}: no submission folder (Gradescope puts the student's files there)")
+        raise GradeError(
+            f"{folder}: no submission folder (Gradescope puts the student's files there)"
+        )
     submission = submission_of(student.id, "gradescope", student.name, read_tree(folder), lesson)
     submission.email = student.email
     problem = None if options.sandbox == "off" else sandbox_problem()
     how, refused = gs.sandbox_in_container(options.sandbox, problem)
     if refused is not None:
         locale = options.locale or student.locale or submission.locale or lesson.source_locale
-        gs.write_results(options.gradescope_results,
-                         gs.not_graded_json(lesson, locale, student.id, "sandbox_required", refused, "on"))
-        progress(f"wrote {options.gradescope_results}: not graded, the sandbox cannot run here: {refused}")
+        gs.write_results(
+            options.gradescope_results,
+            gs.not_graded_json(lesson, locale, student.id, "sandbox_required", refused, "on"),
+        )
+        progress(
+            f"wrote {options.gradescope_results}: not graded, the sandbox cannot run here: {refused}"
+        )
         outcome.problems = [refused]
         return
     if how == CONTAINER:
-        progress(f"the sandbox cannot run in this container ({problem}): grading without it, "
-                 "in this container alone; results.json says so")
-    run_options = GradeOptions(**{**options.__dict__, "runner": "interpreter", "sandbox": "off" if how != "on" else "on"})
+        progress(
+            f"the sandbox cannot run in this container ({problem}): grading without it, "
+            "in this container alone; results.json says so"
+        )
+    run_options = GradeOptions(
+        **{**options.__dict__, "runner": "interpreter", "sandbox": "off" if how != "on" else "on"}
+    )
     build = options.build or Path(os.environ.get("TMPDIR", "/tmp")) / "coursepack-grade"
     results, failures = {}, {}
-    if submission.code is not None and submission.problem is None:   # else nothing to run: no runner
-        build.mkdir(parents=True, exist_ok=True)   # the runner starts in it
+    if submission.code is not None and submission.problem is None:  # else nothing to run: no runner
+        build.mkdir(parents=True, exist_ok=True)  # the runner starts in it
         runner = _runner(run_options, build, progress)
-        runner.warm_up()   # the task server imports torch while the probe runs
-        results, failures = _run(lesson, [submission], runner, run_options, build, outcome, progress)
-    row = make_row(lesson, student, submission, True, results.get(id(submission)), failures.get(id(submission)),
-                   options.locale, how)
+        runner.warm_up()  # the task server imports torch while the probe runs
+        results, failures = _run(
+            lesson, [submission], runner, run_options, build, outcome, progress
+        )
+    row = make_row(
+        lesson,
+        student,
+        submission,
+        True,
+        results.get(id(submission)),
+        failures.get(id(submission)),
+        options.locale,
+        how,
+    )
     output = check_lines(lesson, row, build / "checkers")
-    gs.write_results(options.gradescope_results,
-                     gs.results_json(lesson, row, output, how, options.gradescope_visibility))
-    progress(f"wrote {options.gradescope_results}: {row.status}, {row.automatic} automatic point(s)")
+    gs.write_results(
+        options.gradescope_results,
+        gs.results_json(lesson, row, output, how, options.gradescope_visibility),
+    )
+    progress(
+        f"wrote {options.gradescope_results}: {row.status}, {row.automatic} automatic point(s)"
+    )
     outcome.rows = [row]
 
 
 def check_out_folder(out: Path) -> None:
     """The output folder is replaced whole: refuse one that holds something else."""
     if out.exists() and any(out.iterdir()) and not (out / "grades.csv").exists():
-        raise GradeError(f"--out {out}: the folder exists and holds no earlier grading (no grades.csv); "
-                         "it would be replaced whole: choose a new or empty folder")
+        raise GradeError(
+            f"--out {out}: the folder exists and holds no earlier grading (no grades.csv); "
+            "it would be replaced whole: choose a new or empty folder"
+        )
 
 
 def _runner(options: GradeOptions, build: Path, progress: Progress):
@@ -205,13 +271,22 @@ def _runner(options: GradeOptions, build: Path, progress: Progress):
     if options.sandbox == "on" and runner.kind in ("cuda", "interpreter"):
         why = sandbox_problem()
         if why is not None:
-            raise GradeError(f"the sandbox cannot run here: {why}. Grading never runs students' code unconfined; "
-                             "install bubblewrap, or pass --sandbox off to run it without (every output then says so)")
+            raise GradeError(
+                f"the sandbox cannot run here: {why}. Grading never runs students' code unconfined; "
+                "install bubblewrap, or pass --sandbox off to run it without (every output then says so)"
+            )
     return runner
 
 
-def _run(lesson: GradeLesson, submissions: list[Submission], runner, options: GradeOptions, build: Path,
-         outcome: GradeOutcome, progress: Progress) -> tuple[dict[int, dict], dict[int, str]]:
+def _run(
+    lesson: GradeLesson,
+    submissions: list[Submission],
+    runner,
+    options: GradeOptions,
+    build: Path,
+    outcome: GradeOutcome,
+    progress: Progress,
+) -> tuple[dict[int, dict], dict[int, str]]:
     """Each gradable submission's result (by id() of the submission), and why some have none."""
     info = runner.probe(build, BuildCache(build).probes / f"{runner.kind}.json")
     runner.check_usable(info)
@@ -227,35 +302,63 @@ def _run(lesson: GradeLesson, submissions: list[Submission], runner, options: Gr
     for submission in submissions:
         if submission.code is None or submission.problem is not None:
             continue
-        unit = unit_key(submission.code, submission.cell, lesson.checker_hash, identity, timeout, options.sandbox)
+        unit = unit_key(
+            submission.code,
+            submission.cell,
+            lesson.checker_hash,
+            identity,
+            timeout,
+            options.sandbox,
+        )
         key_of[id(submission)] = unit
-        units.setdefault(unit, Unit(unit, submission.code, submission.cell, lesson.spec.kernel_file))
+        units.setdefault(
+            unit, Unit(unit, submission.code, submission.cell, lesson.spec.kernel_file)
+        )
     pending = [u for u in units.values() if store.data(u.key) is None]
     outcome.cached, outcome.ran = len(units) - len(pending), len(pending)
     missing: dict[str, str] = {}
     if pending:
         local = runner.kind in ("cuda", "interpreter")
         seed = LauncherSeed(lesson, runner, build, identity, timeout)
-        seeding = runner.kind == "cuda" and info["cuda"] and options.sandbox == "on" and seed.needed()
+        seeding = (
+            runner.kind == "cuda" and info["cuda"] and options.sandbox == "on" and seed.needed()
+        )
         if seeding:
             seed.start(progress)
         gpus = visible_gpus() if runner.kind == "cuda" and info["cuda"] else []
-        procs = trusted_processes(options.jobs, len(pending), len(gpus)) if local and not options.chunk else 1
+        procs = (
+            trusted_processes(options.jobs, len(pending), len(gpus))
+            if local and not options.chunk
+            else 1
+        )
         jobs = max(1, options.jobs // procs)
-        if procs > 1:   # in the order of their keys (a hash), whatever order the folder had: each
+        if procs > 1:  # in the order of their keys (a hash), whatever order the folder had: each
             # process gets its share of the hangs and crashes
             ordered = sorted(pending, key=lambda u: u.key)
             pending = [u for k in range(procs) for u in ordered[k::procs]]
         chunk = options.chunk or (-(-len(pending) // procs) if local else 50)
-        chunks = plan(pending, work, lesson.checker, chunk, jobs, timeout, options.sandbox,
-                      runner.kind == "interpreter" or not info["cuda"], len(lesson.spec.checks.cases),
-                      share=local and procs > 1, seed_done=seed.done if seeding else None,
-                      devices=gpus)
-        progress(f"grade {len(pending)} distinct submission(s) ({outcome.cached} from the cache) on {runner.label}: "
-                 f"{info['device']} · torch {info['torch']} · triton {info['triton']} · "
-                 f"sandbox {options.sandbox} · "
-                 f"{len(chunks)} task(s), {jobs} at once in each" + (f", {procs} at once" if procs > 1 else "")
-                 + (f", over {len(gpus)} GPUs" if len(gpus) > 1 else ""))
+        chunks = plan(
+            pending,
+            work,
+            lesson.checker,
+            chunk,
+            jobs,
+            timeout,
+            options.sandbox,
+            runner.kind == "interpreter" or not info["cuda"],
+            len(lesson.spec.checks.cases),
+            share=local and procs > 1,
+            seed_done=seed.done if seeding else None,
+            devices=gpus,
+        )
+        progress(
+            f"grade {len(pending)} distinct submission(s) ({outcome.cached} from the cache) on {runner.label}: "
+            f"{info['device']} · torch {info['torch']} · triton {info['triton']} · "
+            f"sandbox {options.sandbox} · "
+            f"{len(chunks)} task(s), {jobs} at once in each"
+            + (f", {procs} at once" if procs > 1 else "")
+            + (f", over {len(gpus)} GPUs" if len(gpus) > 1 else "")
+        )
         begun = time.monotonic()
         try:
             results = runner.run_tasks([c.task for c in chunks], progress, parallel=procs)
@@ -265,17 +368,24 @@ def _run(lesson: GradeLesson, submissions: list[Submission], runner, options: Gr
         finished = collect_results(chunks, results, store)
         outcome.tasks = finished.tasks
         if finished.refused:
-            raise GradeError("the sandbox cannot run on the runner, so nothing was graded: "
-                             + "; ".join(sorted(set(finished.refused)))
-                             + ". Install bubblewrap there, or pass --sandbox off (every output then says so)")
+            raise GradeError(
+                "the sandbox cannot run on the runner, so nothing was graded: "
+                + "; ".join(sorted(set(finished.refused)))
+                + ". Install bubblewrap there, or pass --sandbox off (every output then says so)"
+            )
         missing = finished.missing
         rate = len(pending) / outcome.run_seconds if outcome.run_seconds else 0.0
-        progress(f"graded {len(pending) - len(missing)} in {outcome.run_seconds:.1f} s ({rate:.1f} per second)"
-                 + (f"; {len(missing)} without a result (rows say crashed; a later run tries them again)"
-                    if missing else ""))
+        progress(
+            f"graded {len(pending) - len(missing)} in {outcome.run_seconds:.1f} s ({rate:.1f} per second)"
+            + (
+                f"; {len(missing)} without a result (rows say crashed; a later run tries them again)"
+                if missing
+                else ""
+            )
+        )
         outcome.problems = sorted(set(missing.values()))
         if not missing:
-            shutil.rmtree(work, ignore_errors=True)   # every result is in the store
+            shutil.rmtree(work, ignore_errors=True)  # every result is in the store
     elif units:
         progress(f"every result ({len(units)}) is in the cache: nothing to run")
     by_id = {id(s): s for s in submissions}
@@ -283,9 +393,13 @@ def _run(lesson: GradeLesson, submissions: list[Submission], runner, options: Gr
     for sid, unit in key_of.items():
         data = store.data(unit)
         if data is not None:
-            edits, fill = lesson.review_edits(by_id[sid].code, by_id[sid].cell is not None, build / "checkers")
+            edits, fill = lesson.review_edits(
+                by_id[sid].code, by_id[sid].cell is not None, build / "checkers"
+            )
             results[sid] = dict(data, edits_outside_blank=edits, fill=fill)
-    failures = {sid: missing.get(unit, "no result") for sid, unit in key_of.items() if sid not in results}
+    failures = {
+        sid: missing.get(unit, "no result") for sid, unit in key_of.items() if sid not in results
+    }
     return results, failures
 
 
@@ -307,8 +421,11 @@ class LauncherSeed:
 
     def needed(self) -> bool:
         cache = self.runner.cache_dir
-        return (self.lesson.answer is not None and cache is not None
-                and not (self.marker.exists() and launcher_entries(str(cache))))
+        return (
+            self.lesson.answer is not None
+            and cache is not None
+            and not (self.marker.exists() and launcher_entries(str(cache)))
+        )
 
     def start(self, progress: Progress) -> None:
         shutil.rmtree(self.folder, ignore_errors=True)
@@ -316,24 +433,40 @@ class LauncherSeed:
         lesson = self.lesson
         (self.folder / "check.py").write_text(lesson.checker, encoding="utf-8")
         (self.folder / lesson.spec.kernel_file).write_text(lesson.answer, encoding="utf-8")
-        task = Task("grade-seed", self.folder, ["{python}", "check.py", lesson.spec.kernel_file, "--json",
-                                                "--timeout", str(self.timeout)],
-                    START_S + len(lesson.spec.checks.cases) * self.timeout)
+        task = Task(
+            "grade-seed",
+            self.folder,
+            [
+                "{python}",
+                "check.py",
+                lesson.spec.kernel_file,
+                "--json",
+                "--timeout",
+                str(self.timeout),
+            ],
+            START_S + len(lesson.spec.checks.cases) * self.timeout,
+        )
         self.thread = threading.Thread(target=self._run, args=(task, progress), daemon=True)
         self.thread.start()
 
     def _run(self, task: Task, progress: Progress) -> None:
         try:
             [result] = self.runner.run_tasks([task], progress)
-            made = result.state == "COMPLETED" and bool(launcher_entries(str(self.runner.cache_dir)))
+            made = result.state == "COMPLETED" and bool(
+                launcher_entries(str(self.runner.cache_dir))
+            )
             if made:
                 self.marker.parent.mkdir(parents=True, exist_ok=True)
                 self.marker.write_text(self.lesson.id, encoding="utf-8")
-                progress(f"Triton's launchers made from the lesson's answer in {result.seconds:.1f} s (each sandboxed "
-                         "worker starts with copies)")
+                progress(
+                    f"Triton's launchers made from the lesson's answer in {result.seconds:.1f} s (each sandboxed "
+                    "worker starts with copies)"
+                )
             else:
-                progress(f"the lesson's answer did not pass on the runner ({result.detail or result.state}; "
-                         f"{self.folder}): each sandboxed worker compiles Triton's launchers itself")
+                progress(
+                    f"the lesson's answer did not pass on the runner ({result.detail or result.state}; "
+                    f"{self.folder}): each sandboxed worker compiles Triton's launchers itself"
+                )
         finally:
             self.done.write_text("", encoding="utf-8")
 
@@ -354,20 +487,33 @@ def trusted_processes(jobs: int, units: int, gpus: int = 1) -> int:
     return max(1, min(max(jobs // SUBMISSIONS_PER_PROCESS, gpus), units))
 
 
-def _write_outputs(lesson: GradeLesson, rows: list[Row], out: Path, build: Path, options: GradeOptions,
-                   instructor: str, earlier: dict | None = None) -> None:
+def _write_outputs(
+    lesson: GradeLesson,
+    rows: list[Row],
+    out: Path,
+    build: Path,
+    options: GradeOptions,
+    instructor: str,
+    earlier: dict | None = None,
+) -> None:
     """Everything in a fresh folder beside out, then swapped in for it."""
     new = out.with_name(out.name + ".new")
     if new.exists():
         shutil.rmtree(new)
     new.mkdir(parents=True)
     modules = build / "checkers"
-    attach_answers(lesson, rows)   # the manual parts' answers: grades.csv counts them, answers.json holds them
+    attach_answers(
+        lesson, rows
+    )  # the manual parts' answers: grades.csv counts them, answers.json holds them
     for row in rows:
-        output = check_lines(lesson, row, modules)   # what check.py shows: the feedback page's and Gradescope's
+        output = check_lines(
+            lesson, row, modules
+        )  # what check.py shows: the feedback page's and Gradescope's
         write_feedback(lesson, row, new / "feedback", output, options.templates, options.sandbox)
-        gs.write_results(new / "gradescope" / row.slug / "results.json",
-                         gs.results_json(lesson, row, output, options.sandbox))
+        gs.write_results(
+            new / "gradescope" / row.slug / "results.json",
+            gs.results_json(lesson, row, output, options.sandbox),
+        )
     language = lesson.languages[instructor]
     rubric = lesson.spec.rubric
     chart = score_chart(rows, rubric.normal + rubric.boundary, language)
@@ -375,16 +521,39 @@ def _write_outputs(lesson: GradeLesson, rows: list[Row], out: Path, build: Path,
     (new / CHART).write_text(chart, encoding="utf-8")
     (new / "summary.md").write_text(summary, encoding="utf-8")
     title = language.text("summary_title", lesson=lesson.heading(instructor))
-    (new / "summary.html").write_text(html_page(summary, title, instructor, options.templates, {CHART: chart}),
-                                      encoding="utf-8")
+    (new / "summary.html").write_text(
+        html_page(summary, title, instructor, options.templates, {CHART: chart}), encoding="utf-8"
+    )
     exercises = ["\n".join(language.data["template"]) for language in lesson.languages.values()]
-    similar = write_similarity(new, rows, rubric_document(lesson), exercises, options.similarity, earlier or {},
-                               options.templates)
+    similar = write_similarity(
+        new,
+        rows,
+        rubric_document(lesson),
+        exercises,
+        options.similarity,
+        earlier or {},
+        options.templates,
+    )
     for row in rows:
         row.similar_to = similar.get(row.student, "")
-    write_text_atomically(new / "grades.csv", gradebook_csv(lesson, rows, instructor, options.sandbox))
-    (new / "rubric.json").write_text(rubric_json(lesson), encoding="utf-8")      # the parts, points and vetoes
-    (new / "answers.json").write_text(answers_json(rows), encoding="utf-8")      # each student's answers
+    write_text_atomically(
+        new / "grades.csv", gradebook_csv(lesson, rows, instructor, options.sandbox)
+    )
+    (new / "rubric.json").write_text(
+        rubric_json(lesson), encoding="utf-8"
+    )  # the parts, points and vetoes
+    (new / "answers.json").write_text(
+        answers_json(rows), encoding="utf-8"
+    )  # each student's answers
     # the review's gradebook: the old folder's carried over (manual scores kept), filled, regrade.md
-    after_grading(lesson, rows, out, new, instructor, lambda row: check_lines(lesson, row, modules), modules, _stderr)
+    after_grading(
+        lesson,
+        rows,
+        out,
+        new,
+        instructor,
+        lambda row: check_lines(lesson, row, modules),
+        modules,
+        _stderr,
+    )
     replace_dir(new, out)

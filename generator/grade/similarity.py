@@ -35,19 +35,23 @@ from dataclasses import dataclass, field
 WINDOW = 4
 GRAM_UNITS = 12
 CODE_GRAM = 10
-LIBRARY_NAMES = frozenset({"tl", "triton", "torch", "math", "range", "len", "min", "max", "abs", "int", "float"})
+LIBRARY_NAMES = frozenset(
+    {"tl", "triton", "torch", "math", "range", "len", "min", "max", "abs", "int", "float"}
+)
 CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af]")
-TOKEN = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af]|[^\W_]+(?:_[^\W_]+)*")
+TOKEN = re.compile(
+    r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af]|[^\W_]+(?:_[^\W_]+)*"
+)
 
 
 @dataclass(frozen=True)
 class Settings:
     """The thresholds a course sets (`coursepack grade --similarity`, --similarity-min-shared)."""
 
-    threshold: float = 0.3      # share of the smaller text's fingerprints held by the other
-    min_shared: int = 4         # fewer shared fingerprints are never a match
-    common: float = 0.05        # fingerprints held by more than this share of the class are ignored
-    common_floor: int = 4       # ... and by more than this many students
+    threshold: float = 0.3  # share of the smaller text's fingerprints held by the other
+    min_shared: int = 4  # fewer shared fingerprints are never a match
+    common: float = 0.05  # fingerprints held by more than this share of the class are ignored
+    common_floor: int = 4  # ... and by more than this many students
 
 
 @dataclass
@@ -63,7 +67,9 @@ class Document:
 
 
 def _stable_hash(parts) -> int:
-    return int.from_bytes(hashlib.blake2b("\x1f".join(parts).encode(), digest_size=8).digest(), "big")
+    return int.from_bytes(
+        hashlib.blake2b("\x1f".join(parts).encode(), digest_size=8).digest(), "big"
+    )
 
 
 def _normalized(text: str) -> tuple[str, list[int]]:
@@ -96,11 +102,20 @@ def code_tokens(text: str) -> list[tuple[str, int, int, int]]:
     try:
         for tok in tokenize.generate_tokens(io.StringIO(text).readline):
             kind = tok.type
-            if kind in (tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT,
-                        tokenize.ENDMARKER, tokenize.ENCODING):
+            if kind in (
+                tokenize.COMMENT,
+                tokenize.NL,
+                tokenize.NEWLINE,
+                tokenize.INDENT,
+                tokenize.DEDENT,
+                tokenize.ENDMARKER,
+                tokenize.ENCODING,
+            ):
                 continue
-            if kind == tokenize.NAME:   # the student's own names become N; the libraries' stay
-                kept = keyword.iskeyword(tok.string) or tok.string in LIBRARY_NAMES or previous == "."
+            if kind == tokenize.NAME:  # the student's own names become N; the libraries' stay
+                kept = (
+                    keyword.iskeyword(tok.string) or tok.string in LIBRARY_NAMES or previous == "."
+                )
                 word = tok.string if kept else "N"
             elif kind in (tokenize.NUMBER, tokenize.STRING):
                 word = "L"
@@ -122,10 +137,14 @@ def fingerprints(text: str, code: bool = False) -> Document:
     tokens = code_tokens(text) if code else prose_tokens(text)
     breaks = [m.start() for m in re.finditer(r"\n[ \t]*\n", text)]
     block = [bisect.bisect(breaks, t[2]) for t in tokens]
-    grams = []   # (hash, start, end)
+    grams = []  # (hash, start, end)
     for i in range(len(tokens)):
         j, units = i, 0
-        while j < len(tokens) and block[j] == block[i] and (j - i < CODE_GRAM if code else units < GRAM_UNITS):
+        while (
+            j < len(tokens)
+            and block[j] == block[i]
+            and (j - i < CODE_GRAM if code else units < GRAM_UNITS)
+        ):
             units += tokens[j][1]
             j += 1
         if (j - i < CODE_GRAM) if code else (units < GRAM_UNITS):
@@ -134,9 +153,11 @@ def fingerprints(text: str, code: bool = False) -> Document:
     doc = Document(text)
     chosen = set()
     for start in range(max(0, len(grams) - WINDOW) + 1 if grams else 0):
-        window = grams[start:start + WINDOW]
+        window = grams[start : start + WINDOW]
         low = min(g[0] for g in window)
-        chosen.add(start + max(i for i, g in enumerate(window) if g[0] == low))   # the rightmost smallest
+        chosen.add(
+            start + max(i for i, g in enumerate(window) if g[0] == low)
+        )  # the rightmost smallest
     for index in sorted(chosen):
         value, begin, end = grams[index]
         doc.spans.setdefault(value, []).append((begin, end))
@@ -151,15 +172,20 @@ def own_code(code: str, exercise_files: list[str]) -> str:
     of the blank (the expression alone, not the exercise's line around it) and every edit outside
     it (for a whole-file lesson, what the student wrote), separated by blank lines (a k-gram never
     joins two of them). A one-expression fill is too short to match by itself."""
+
     def lines(text):
         return [line.strip() for line in text.splitlines()]
+
     mine = code.splitlines()
     best = None
     for exercise in exercise_files or [""]:
         fill = [_fill_pattern(line) for line in exercise.splitlines() if BLANK in line]
         matcher = difflib.SequenceMatcher(None, lines(code), lines(exercise), autojunk=False)
-        hunks = ["\n".join(_without_exercise(line, fill) for line in mine[i1:i2] if line.strip())
-                 for tag, i1, i2, _, _ in matcher.get_opcodes() if tag in ("replace", "delete")]
+        hunks = [
+            "\n".join(_without_exercise(line, fill) for line in mine[i1:i2] if line.strip())
+            for tag, i1, i2, _, _ in matcher.get_opcodes()
+            if tag in ("replace", "delete")
+        ]
         hunks = [h for h in hunks if h]
         if best is None or sum(map(len, hunks)) < sum(map(len, best)):
             best = hunks
@@ -186,11 +212,11 @@ def _fill_pattern(line: str) -> re.Pattern:
 class Match:
     part: str
     student: str
-    kind: str             # student, reference, question, earlier (a student of an earlier term)
-    other: str            # a student id, "reference:<locale>", "question:<locale>" or "<term>:<student>"
+    kind: str  # student, reference, question, earlier (a student of an earlier term)
+    other: str  # a student id, "reference:<locale>", "question:<locale>" or "<term>:<student>"
     score: float
     shared: int
-    spans: tuple = ()     # the student's shared spans
+    spans: tuple = ()  # the student's shared spans
     other_spans: tuple = ()
     other_text: str = ""
 
@@ -205,8 +231,9 @@ def _merge(spans) -> tuple:
     return tuple(merged)
 
 
-def _match(part, student, kind, other, mine: Document, theirs: Document, ignore: set,
-           settings: Settings) -> Match | None:
+def _match(
+    part, student, kind, other, mine: Document, theirs: Document, ignore: set, settings: Settings
+) -> Match | None:
     a, b = mine.hashes - ignore, theirs.hashes - ignore
     shared = a & b
     if len(shared) < settings.min_shared:
@@ -215,23 +242,55 @@ def _match(part, student, kind, other, mine: Document, theirs: Document, ignore:
     score = len(shared) / base if base else 0.0
     if score < settings.threshold:
         return None
-    return Match(part, student, kind, other, round(score, 3), len(shared),
-                 _merge(s for h in shared for s in mine.spans[h]), _merge(s for h in shared for s in theirs.spans[h]),
-                 theirs.text)
+    return Match(
+        part,
+        student,
+        kind,
+        other,
+        round(score, 3),
+        len(shared),
+        _merge(s for h in shared for s in mine.spans[h]),
+        _merge(s for h in shared for s in theirs.spans[h]),
+        theirs.text,
+    )
 
 
-def compare_class(documents: dict[str, dict[str, str]], sources: dict[str, dict[str, dict[str, str]]],
-                  exercise_files: list[str], settings: Settings = Settings(),
-                  earlier: dict[str, dict[str, dict[str, str]]] | None = None) -> list[Match]:
+def compare_class(
+    documents: dict[str, dict[str, str]],
+    sources: dict[str, dict[str, dict[str, str]]],
+    exercise_files: list[str],
+    settings: Settings = Settings(),
+    earlier: dict[str, dict[str, dict[str, str]]] | None = None,
+) -> list[Match]:
     """Every match, best first. documents: student -> part -> text (the part "code" is the graded
     code, compared as code beyond the exercise). sources: part -> {"reference": {locale: text},
     "question": {locale: text}} (the reference answers and the question/lesson text, each language).
     earlier: term -> student -> part -> text, an earlier term's class, matched as other students."""
-    prints = {s: {p: (fingerprints(own_code(t, exercise_files), code=True) if p == "code" else fingerprints(t))
-                  for p, t in parts.items() if t and t.strip()} for s, parts in documents.items()}
-    past = {f"{term}:{s}": {p: (fingerprints(own_code(t, exercise_files), code=True) if p == "code"
-                                else fingerprints(t)) for p, t in parts.items() if t and t.strip()}
-            for term, cls in (earlier or {}).items() for s, parts in cls.items()}
+    prints = {
+        s: {
+            p: (
+                fingerprints(own_code(t, exercise_files), code=True)
+                if p == "code"
+                else fingerprints(t)
+            )
+            for p, t in parts.items()
+            if t and t.strip()
+        }
+        for s, parts in documents.items()
+    }
+    past = {
+        f"{term}:{s}": {
+            p: (
+                fingerprints(own_code(t, exercise_files), code=True)
+                if p == "code"
+                else fingerprints(t)
+            )
+            for p, t in parts.items()
+            if t and t.strip()
+        }
+        for term, cls in (earlier or {}).items()
+        for s, parts in cls.items()
+    }
     starter = set()
     for exercise in exercise_files:
         starter |= fingerprints(exercise, code=True).hashes
@@ -242,33 +301,48 @@ def compare_class(documents: dict[str, dict[str, str]], sources: dict[str, dict[
             for value in parts.get(part, Document("")).hashes:
                 holders.setdefault(value, []).append(student)
         limit = max(settings.common_floor, settings.common * len(prints))
-        ignore = {h for h, who in holders.items() if len(who) > limit} | (starter if part == "code" else set())
+        ignore = {h for h, who in holders.items() if len(who) > limit} | (
+            starter if part == "code" else set()
+        )
         for kind in ("question", "reference"):
             for locale, text in (sources.get(part, {}).get(kind) or {}).items():
                 source = fingerprints(text)
                 if kind == "question":
-                    ignore |= source.hashes   # quoting the question is no sign between two students
+                    ignore |= source.hashes  # quoting the question is no sign between two students
                 for student, parts in prints.items():
                     if part in parts:
-                        found = _match(part, student, kind, f"{kind}:{locale}", parts[part], source, set(), settings)
+                        found = _match(
+                            part,
+                            student,
+                            kind,
+                            f"{kind}:{locale}",
+                            parts[part],
+                            source,
+                            set(),
+                            settings,
+                        )
                         matches += [found] if found else []
         pairs = {}
         for value, who in holders.items():
             if value in ignore or len(who) > limit:
                 continue
             for i, a in enumerate(who):
-                for b in who[i + 1:]:
+                for b in who[i + 1 :]:
                     pairs[(a, b)] = pairs.get((a, b), 0) + 1
         for (a, b), count in pairs.items():
             if count >= settings.min_shared:
-                found = _match(part, a, "student", b, prints[a][part], prints[b][part], ignore, settings)
+                found = _match(
+                    part, a, "student", b, prints[a][part], prints[b][part], ignore, settings
+                )
                 matches += [found] if found else []
         for other, parts in past.items():
             if part not in parts:
                 continue
             for student, mine in prints.items():
                 if part in mine:
-                    found = _match(part, student, "earlier", other, mine[part], parts[part], ignore, settings)
+                    found = _match(
+                        part, student, "earlier", other, mine[part], parts[part], ignore, settings
+                    )
                     matches += [found] if found else []
     return sorted(matches, key=lambda m: (-m.score, -m.shared, m.part, m.student, m.other))
 

@@ -26,8 +26,8 @@ from generator.files.cache import Store, read_json
 from generator.runners.base import Task, TaskResult
 
 GRADE_JOB = Path(__file__).resolve().parent.parent / "checker" / "jobs" / "grade_job.py"
-START_S = 600            # a task's own start: torch, the sandboxed factory, the cases
-START_MARGIN_S = 60      # a worker's start and its import of the code, beyond the case time-out
+START_S = 600  # a task's own start: torch, the sandboxed factory, the cases
+START_MARGIN_S = 60  # a worker's start and its import of the code, beyond the case time-out
 MAX_TASK_S = 4 * 3600
 
 
@@ -37,14 +37,23 @@ class Unit:
 
     key: str
     code: str
-    cell: int | None      # a notebook's exercise cell: judged without the kernel file's demo block
-    module: str           # the kernel file's name
+    cell: int | None  # a notebook's exercise cell: judged without the kernel file's demo block
+    module: str  # the kernel file's name
 
 
-def unit_key(code: str, cell: int | None, checker_hash: str, runner: str, timeout: float, sandbox: str) -> str:
+def unit_key(
+    code: str, cell: int | None, checker_hash: str, runner: str, timeout: float, sandbox: str
+) -> str:
     """What a result depends on: the code (byte for byte), whether it is a notebook cell, the
     checker, the runner (kind, Python, versions, device), the time-out and the sandbox."""
-    parts = [code, "cell" if cell is not None else "file", checker_hash, runner, repr(float(timeout)), sandbox]
+    parts = [
+        code,
+        "cell" if cell is not None else "file",
+        checker_hash,
+        runner,
+        repr(float(timeout)),
+        sandbox,
+    ]
     return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:40]
 
 
@@ -61,7 +70,11 @@ class ResultStore(Store):
 
     def data(self, key: str) -> dict | None:
         found = self.held.get(key) or self.get(key)
-        return found["data"] if isinstance(found, dict) and isinstance(found.get("data"), dict) else None
+        return (
+            found["data"]
+            if isinstance(found, dict) and isinstance(found.get("data"), dict)
+            else None
+        )
 
 
 def tried_escape(data: dict) -> bool:
@@ -72,7 +85,11 @@ def tried_escape(data: dict) -> bool:
 
 def _clock(data: dict) -> tuple[float, float] | None:
     clock = data.get("clock")
-    if isinstance(clock, list) and len(clock) == 2 and all(isinstance(t, (int, float)) for t in clock):
+    if (
+        isinstance(clock, list)
+        and len(clock) == 2
+        and all(isinstance(t, (int, float)) for t in clock)
+    ):
         return float(clock[0]), float(clock[1])
     return None
 
@@ -86,8 +103,10 @@ def uncacheable(results: dict[str, dict]) -> set[str]:
     found = set(escaped)
     for key, data in results.items():
         mine = _clock(data)
-        if key not in found and any(mine is None or span is None or (mine[0] < span[1] and span[0] < mine[1])
-                                    for span in spans):
+        if key not in found and any(
+            mine is None or span is None or (mine[0] < span[1] and span[0] < mine[1])
+            for span in spans
+        ):
             found.add(key)
     return found
 
@@ -97,7 +116,11 @@ def harvest(folder: Path, store: ResultStore) -> int:
     how many were not there yet. Those not to cache are dropped: this run runs them again."""
     tasks = sorted(folder.glob("task-*")) if folder.exists() else []
     found = {key: value for task_dir in tasks for key, value in _results_in(task_dir).items()}
-    return len(harvest_one(found, store, uncacheable({k: v["data"] for k, v in found.items()}), keep=False)[0])
+    return len(
+        harvest_one(
+            found, store, uncacheable({k: v["data"] for k, v in found.items()}), keep=False
+        )[0]
+    )
 
 
 def _results_in(task_dir: Path) -> dict[str, dict]:
@@ -105,13 +128,18 @@ def _results_in(task_dir: Path) -> dict[str, dict]:
     found = {}
     for path in sorted((task_dir / "results").glob("*.json")):
         value = read_json(path)
-        if isinstance(value, dict) and isinstance(value.get("data"), dict) and value.get("id") == path.stem:
+        if (
+            isinstance(value, dict)
+            and isinstance(value.get("data"), dict)
+            and value.get("id") == path.stem
+        ):
             found[path.stem] = value
     return found
 
 
-def harvest_one(found: dict[str, dict], store: ResultStore, uncached: set[str],
-                keep: bool = True) -> tuple[list[str], dict[str, str]]:
+def harvest_one(
+    found: dict[str, dict], store: ResultStore, uncached: set[str], keep: bool = True
+) -> tuple[list[str], dict[str, str]]:
     """Unit results (key -> result) into the store: (keys stored, {key: the checker's own error}).
     A unit the checker itself broke on is not stored: a later run tries it again. Those in
     `uncached` are held for this run (keep) or dropped, never stored."""
@@ -136,9 +164,20 @@ class Chunk:
     units: list[Unit]
 
 
-def plan(units: list[Unit], folder: Path, checker: str, chunk: int, jobs: int, timeout: float, sandbox: str,
-         interpreter: bool, cases: int, share: bool = False, seed_done: Path | None = None,
-         devices: list[str] | None = None) -> list[Chunk]:
+def plan(
+    units: list[Unit],
+    folder: Path,
+    checker: str,
+    chunk: int,
+    jobs: int,
+    timeout: float,
+    sandbox: str,
+    interpreter: bool,
+    cases: int,
+    share: bool = False,
+    seed_done: Path | None = None,
+    devices: list[str] | None = None,
+) -> list[Chunk]:
     """Job folders under folder (emptied first), chunk units each: job.json, grade_job.py,
     check.py and the units' files. share: the jobs run at once on one machine and take each
     other's units when done with their own (claimed in folder/claims). seed_done: a file that
@@ -152,7 +191,7 @@ def plan(units: list[Unit], folder: Path, checker: str, chunk: int, jobs: int, t
     if share:
         (folder / "claims").mkdir(parents=True)
     for index, start in enumerate(range(0, len(units), size)):
-        mine = units[start:start + size]
+        mine = units[start : start + size]
         task_dir = folder / names[index]
         (task_dir / "units").mkdir(parents=True)
         entries = []
@@ -161,23 +200,40 @@ def plan(units: list[Unit], folder: Path, checker: str, chunk: int, jobs: int, t
             path.parent.mkdir()
             path.write_text(unit.code, encoding="utf-8")
             display = "lesson.ipynb" if unit.cell is not None else unit.module
-            entries.append({"id": unit.key, "path": path.relative_to(task_dir).as_posix(), "display": display,
-                            "cell": unit.cell})
-        job = {"units": entries, "checker": "check.py", "jobs": jobs, "case_timeout": timeout,
-               "start_margin": min(START_MARGIN_S, max(30.0, timeout)), "interpreter": interpreter, "sandbox": sandbox}
+            entries.append(
+                {
+                    "id": unit.key,
+                    "path": path.relative_to(task_dir).as_posix(),
+                    "display": display,
+                    "cell": unit.cell,
+                }
+            )
+        job = {
+            "units": entries,
+            "checker": "check.py",
+            "jobs": jobs,
+            "case_timeout": timeout,
+            "start_margin": min(START_MARGIN_S, max(30.0, timeout)),
+            "interpreter": interpreter,
+            "sandbox": sandbox,
+        }
         if seed_done is not None:
             job["seed_done"] = str(seed_done.resolve())
         if devices:
             job["device"] = devices[index % len(devices)]
-        if share:   # the others from the next one on, so that the jobs done first spread over them
-            others = names[index + 1:] + names[:index]
+        if share:  # the others from the next one on, so that the jobs done first spread over them
+            others = names[index + 1 :] + names[:index]
             job["share"] = {"claims": "../claims", "jobs": [f"../{name}" for name in others]}
         (task_dir / "job.json").write_text(json.dumps(job, indent=1), encoding="utf-8")
         (task_dir / "check.py").write_text(checker, encoding="utf-8")
         shutil.copyfile(GRADE_JOB, task_dir / "grade_job.py")
-        waves = math.ceil((len(units) if share else len(mine)) / max(1, jobs))   # sharing: it may run them all
+        waves = math.ceil(
+            (len(units) if share else len(mine)) / max(1, jobs)
+        )  # sharing: it may run them all
         limit = min(MAX_TASK_S, START_S + waves * cases * timeout)
-        chunks.append(Chunk(Task(f"grade-{index:04d}", task_dir, ["{python}", "grade_job.py"], limit), mine))
+        chunks.append(
+            Chunk(Task(f"grade-{index:04d}", task_dir, ["{python}", "grade_job.py"], limit), mine)
+        )
     return chunks
 
 
@@ -186,26 +242,42 @@ class Finished:
     """What the tasks of a run left: refusals (no sandbox there), and units without a result."""
 
     refused: list[str]
-    missing: dict[str, str]    # unit key -> why its task gave no result
+    missing: dict[str, str]  # unit key -> why its task gave no result
     tasks: list[dict]
 
 
 def collect_results(chunks: list[Chunk], results: list[TaskResult], store: ResultStore) -> Finished:
     refused, missing, tasks = [], {}, []
     # every folder first: a unit's result may lie in another job's (share), its neighbours in any
-    found = {key: value for chunk in chunks for key, value in _results_in(chunk.task.folder).items()}
+    found = {
+        key: value for chunk in chunks for key, value in _results_in(chunk.task.folder).items()
+    }
     broken = harvest_one(found, store, uncacheable({k: v["data"] for k, v in found.items()}))[1]
     for chunk, result in zip(chunks, results):
         folder = chunk.task.folder
         summary = read_json(folder / "result.json") or {}
-        tasks.append({"task": chunk.task.name, "units": len(chunk.units), "state": result.state,
-                      "job_id": result.job_id, "seconds": round(result.seconds, 1),
-                      "sandbox": summary.get("sandbox", "?"), "device": summary.get("device")})
+        tasks.append(
+            {
+                "task": chunk.task.name,
+                "units": len(chunk.units),
+                "state": result.state,
+                "job_id": result.job_id,
+                "seconds": round(result.seconds, 1),
+                "sandbox": summary.get("sandbox", "?"),
+                "device": summary.get("device"),
+            }
+        )
         if summary.get("refused"):
             refused.append(summary["refused"])
-        why = summary.get("refused") or result.detail or (
-            f"{result.state}: {(result.stderr or result.stdout).strip()[-300:]}" if result.state != "COMPLETED"
-            else "the task ended without this result")
+        why = (
+            summary.get("refused")
+            or result.detail
+            or (
+                f"{result.state}: {(result.stderr or result.stdout).strip()[-300:]}"
+                if result.state != "COMPLETED"
+                else "the task ended without this result"
+            )
+        )
         for unit in chunk.units:
             if store.data(unit.key) is None:
                 missing[unit.key] = broken.get(unit.key, why)

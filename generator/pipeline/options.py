@@ -2,7 +2,7 @@
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from generator.files.resources import TEMPLATES   # built in; --templates overrides
+from generator.files.resources import TEMPLATES  # built in; --templates overrides
 from generator.runners.options import RunnerOptions
 
 
@@ -16,20 +16,24 @@ class BuildOptions(RunnerOptions):
     out: Path = Path("build")
     verify: bool = True
     notebook: bool = True
-    sandbox: str = "auto"   # auto | on | off: the checker's sandbox for the answer and the mistakes
+    sandbox: str = "auto"  # auto | on | off: the checker's sandbox for the answer and the mistakes
     lessons: tuple[str, ...] = ()
     locales: tuple[str, ...] = ()
-    draft: bool = False   # every translation built as a draft (missing units fall back, marked)
+    draft: bool = False  # every translation built as a draft (missing units fall back, marked)
 
 
 @dataclass
 class BuildResult:
-    zips: dict[str, str] = field(default_factory=dict)          # name -> sha256
+    zips: dict[str, str] = field(default_factory=dict)  # name -> sha256
     verification: dict[str, dict] = field(default_factory=dict)  # lesson/locale -> record
     disagreements: dict[str, list] = field(default_factory=dict)
     cached: dict[str, bool] = field(default_factory=dict)
     seconds: float = 0.0
     failed: list[str] = field(default_factory=list)
     fallbacks: list[dict] = field(default_factory=list)
-    tasks: list[dict] = field(default_factory=list)   # the runner's tasks (lesson, state, job id, seconds)
-    job_ids: list[str] = field(default_factory=list)  # every Slurm job a build used (the probe's too)
+    tasks: list[dict] = field(
+        default_factory=list
+    )  # the runner's tasks (lesson, state, job id, seconds)
+    job_ids: list[str] = field(
+        default_factory=list
+    )  # every Slurm job a build used (the probe's too)

@@ -23,9 +23,17 @@ from generator.content.loader import CourseContent, Lesson
 from generator.files.archive import Entry, ZipWriter
 from generator.files.pack import Pack, file_digest, manifest
 from generator.gate.leaks import fingerprints
-from generator.gate.quarto_leaks import AnswerMentions, folder_leaks, project_leaks  # noqa: F401 (project_leaks: build's)
-from generator.render.quarto import (ANSWER_DIR, EDITION, PROFILES, holds_answers, lesson_files,  # noqa: F401
-                                     page_problems, project_name, project_names, top_files)
+from generator.gate.quarto_leaks import AnswerMentions, folder_leaks
+from generator.render.quarto import (
+    ANSWER_DIR,
+    EDITION,
+    PROFILES,
+    lesson_files,
+    page_problems,
+    project_name,
+    project_names,
+    top_files,
+)
 from generator.render.render import RenderError, located_template_error
 
 
@@ -35,15 +43,22 @@ class QuartoLesson:
     rendered (a build's worker process): what the process writing the project's zip needs."""
 
     lesson_id: str
-    entries: list[tuple[Entry, str]]     # each file deflated, with its sha256
-    downloads: dict[str, list[str]]      # by profile: the files it publishes (project paths)
+    entries: list[tuple[Entry, str]]  # each file deflated, with its sha256
+    downloads: dict[str, list[str]]  # by profile: the files it publishes (project paths)
     verified: bool
-    problems: list[str]                  # its page's problems
-    leaks: list[str]                     # the answer material its exercise profile shows
+    problems: list[str]  # its page's problems
+    leaks: list[str]  # the answer material its exercise profile shows
 
 
-def quarto_lesson(content: CourseContent, lesson: Lesson, locale: str, packs: dict[str, Pack], record: dict | None,
-                  env: jinja2.Environment, prints: list | None = None) -> QuartoLesson:
+def quarto_lesson(
+    content: CourseContent,
+    lesson: Lesson,
+    locale: str,
+    packs: dict[str, Pack],
+    record: dict | None,
+    env: jinja2.Environment,
+    prints: list | None = None,
+) -> QuartoLesson:
     """A lesson's folder (packs: its rendered packs by edition, whose kernel file, check.py and
     shipped files are the verified ones; record: its verification record, or None), its page
     checked against every file the project will hold and its exercise profile scanned for the
@@ -55,15 +70,39 @@ def quarto_lesson(content: CourseContent, lesson: Lesson, locale: str, packs: di
         raise located_template_error(exc, Path(env.loader.searchpath[0])) from exc
     root = project_name(content, locale)
     names, answer_only = project_names(content)
-    problems = [problem for name in sorted(files) if name.endswith(".qmd")
-                for problem in page_problems(root, f"{lesson_id}/{name}", files[name].decode("utf-8"), names)]
-    shown = {f"{lesson_id}/{name}": data for name, data in files.items() if ANSWER_DIR not in name.split("/")[:-1]}
-    leaks = folder_leaks(shown, lesson, locale, prints if prints is not None else fingerprints(lesson, locale),
-                          AnswerMentions(answer_only, f"{root}.zip"), f"{root}.zip")
-    entries = [(Entry.of(f"{lesson_id}/{name}", files[name]), file_digest(files[name]))
-               for name in sorted(files)]
-    return QuartoLesson(lesson_id, entries, {profile: [f"{lesson_id}/{name}" for name in downloads[profile]]
-                                             for profile in PROFILES}, record is not None, problems, leaks)
+    problems = [
+        problem
+        for name in sorted(files)
+        if name.endswith(".qmd")
+        for problem in page_problems(
+            root, f"{lesson_id}/{name}", files[name].decode("utf-8"), names
+        )
+    ]
+    shown = {
+        f"{lesson_id}/{name}": data
+        for name, data in files.items()
+        if ANSWER_DIR not in name.split("/")[:-1]
+    }
+    leaks = folder_leaks(
+        shown,
+        lesson,
+        locale,
+        prints if prints is not None else fingerprints(lesson, locale),
+        AnswerMentions(answer_only, f"{root}.zip"),
+        f"{root}.zip",
+    )
+    entries = [
+        (Entry.of(f"{lesson_id}/{name}", files[name]), file_digest(files[name]))
+        for name in sorted(files)
+    ]
+    return QuartoLesson(
+        lesson_id,
+        entries,
+        {profile: [f"{lesson_id}/{name}" for name in downloads[profile]] for profile in PROFILES},
+        record is not None,
+        problems,
+        leaks,
+    )
 
 
 class QuartoWriter:
@@ -74,7 +113,7 @@ class QuartoWriter:
 
     def __init__(self, content: CourseContent, locale: str, env: jinja2.Environment, folder: Path):
         self.content, self.locale, self.env = content, locale, env
-        self.header = Pack(content.course.id, locale, EDITION)   # name, locale and edition; no files
+        self.header = Pack(content.course.id, locale, EDITION)  # name, locale and edition; no files
         self.path = folder / f"{self.header.name}.zip"
         self.file = self.path.open("wb")
         self.zip = ZipWriter(self.file, self.header.name)
@@ -108,14 +147,20 @@ class QuartoWriter:
             self.zip.add(name, top[name])
             self.digests[name] = hashlib.sha256(top[name]).hexdigest()
             if name.endswith(".qmd"):
-                self.problems += page_problems(self.name, name, top[name].decode("utf-8"), self.names)
+                self.problems += page_problems(
+                    self.name, name, top[name].decode("utf-8"), self.names
+                )
         missing = sorted(self.names - set(self.digests))
-        if missing:   # the list the links were checked against names a file never written
-            self.problems.append(f"{self.name}: files expected but not written: {', '.join(missing[:5])}")
+        if missing:  # the list the links were checked against names a file never written
+            self.problems.append(
+                f"{self.name}: files expected but not written: {', '.join(missing[:5])}"
+            )
         if self.problems:
             raise RenderError("\n".join(self.problems))
-        self.zip.add("manifest.json", manifest(self.header, {"lessons": self.verified, "holds_answers": True},
-                                               self.digests))
+        self.zip.add(
+            "manifest.json",
+            manifest(self.header, {"lessons": self.verified, "holds_answers": True}, self.digests),
+        )
         self.zip.close()
         self.file.close()
 

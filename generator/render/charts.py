@@ -47,8 +47,10 @@ ENGLISH_LABELS = {
 CHART_LABELS = tuple(ENGLISH_LABELS)
 
 WIDTH = 640
-FONT = ("system-ui, -apple-system, 'Segoe UI', Roboto, 'Noto Sans', 'Noto Sans CJK SC', "
-        "'Source Han Sans SC', 'PingFang SC', 'Microsoft YaHei', sans-serif")
+FONT = (
+    "system-ui, -apple-system, 'Segoe UI', Roboto, 'Noto Sans', 'Noto Sans CJK SC', "
+    "'Source Han Sans SC', 'PingFang SC', 'Microsoft YaHei', sans-serif"
+)
 KERNEL, COPY = "#2563eb", "#7c7c7c"
 BASELINES = ("#d97706", "#059669", "#db2777", "#7c3aed")
 DASHES = ("6 4", "2 3", "8 3 2 3", "1 4")
@@ -61,7 +63,7 @@ class ChartError(ValueError):
 @dataclass(frozen=True)
 class Row:
     name: str
-    gbps: float          # the row's value: GB/s, or TFLOP/s in a compute-bound table
+    gbps: float  # the row's value: GB/s, or TFLOP/s in a compute-bound table
     role: str
     param: int | None
     unit: str = "GB/s"
@@ -79,20 +81,38 @@ def bench_tables(bench: dict) -> list[tuple[str, list[Row]]]:
     tables = []
     for table_id in sorted(raw):
         rows = []
-        flops = bool(raw[table_id]) and isinstance(raw[table_id][0], dict) and "tflops" in raw[table_id][0]
-        key, unit, roles = ("tflops", "TFLOP/s", ("base", "baseline", "kernel")) if flops else \
-            ("gbps", "GB/s", ("copy", "baseline", "kernel"))
+        flops = (
+            bool(raw[table_id])
+            and isinstance(raw[table_id][0], dict)
+            and "tflops" in raw[table_id][0]
+        )
+        key, unit, roles = (
+            ("tflops", "TFLOP/s", ("base", "baseline", "kernel"))
+            if flops
+            else ("gbps", "GB/s", ("copy", "baseline", "kernel"))
+        )
         for index, row in enumerate(raw[table_id]):
             try:
                 param = row.get("param")
-                rows.append(Row(str(row["name"]), float(row[key]), str(row["role"]),
-                                None if param is None else int(param), unit))
+                rows.append(
+                    Row(
+                        str(row["name"]),
+                        float(row[key]),
+                        str(row["role"]),
+                        None if param is None else int(param),
+                        unit,
+                    )
+                )
             except (KeyError, TypeError, ValueError) as exc:
                 raise ChartError(f"bench table {table_id!r}, row {index + 1}: {exc!r}") from exc
             if rows[-1].role not in roles:
-                raise ChartError(f"bench table {table_id!r}, row {index + 1}: unknown role {rows[-1].role!r}")
+                raise ChartError(
+                    f"bench table {table_id!r}, row {index + 1}: unknown role {rows[-1].role!r}"
+                )
             if not math.isfinite(rows[-1].gbps) or rows[-1].gbps < 0:
-                raise ChartError(f"bench table {table_id!r}, row {index + 1}: {key} {rows[-1].gbps!r}")
+                raise ChartError(
+                    f"bench table {table_id!r}, row {index + 1}: {key} {rows[-1].gbps!r}"
+                )
         if rows:
             tables.append((table_id, rows))
     return tables
@@ -100,7 +120,12 @@ def bench_tables(bench: dict) -> list[tuple[str, list[Row]]]:
 
 def is_sweep(rows: list[Row]) -> bool:
     params = [r.param for r in rows if r.role == "kernel"]
-    return len(params) >= 2 and None not in params and len(set(params)) == len(params) and min(params) > 0
+    return (
+        len(params) >= 2
+        and None not in params
+        and len(set(params)) == len(params)
+        and min(params) > 0
+    )
 
 
 def charts(bench: dict | None, labels: dict[str, str]) -> list[tuple[str, str, str]]:
@@ -115,8 +140,11 @@ def charts(bench: dict | None, labels: dict[str, str]) -> list[tuple[str, str, s
         title = labels.get("table:" + table_id, table_id)
         subtitle = _fill(labels["chart_subtitle"], bench)
         draw = line_chart if is_sweep(rows) else bar_chart
-        table_labels = {**labels, "_param": labels.get("param:" + table_id, labels["chart_block"]),
-                        "_value": labels["chart_tflops" if rows[0].unit == "TFLOP/s" else "chart_bandwidth"]}
+        table_labels = {
+            **labels,
+            "_param": labels.get("param:" + table_id, labels["chart_block"]),
+            "_value": labels["chart_tflops" if rows[0].unit == "TFLOP/s" else "chart_bandwidth"],
+        }
         out.append((table_id, title, draw(rows, title, subtitle, table_labels)))
     return out
 
@@ -127,6 +155,7 @@ def _fill(template: str, bench: dict) -> str:
 
 
 # --- drawing -----------------------------------------------------------------------------------
+
 
 def _num(value: float) -> str:
     """Coordinates with one decimal, no trailing zeros: stable text for the same input."""
@@ -147,7 +176,7 @@ def _wrap(text: str, size: float, width: float) -> list[str]:
             current = word.lstrip()
         else:
             current += word
-        while _text_width(current, size) > width:   # one unbreakable run (CJK): cut it
+        while _text_width(current, size) > width:  # one unbreakable run (CJK): cut it
             cut = max(1, int(len(current) * width / _text_width(current, size)))
             lines.append(current[:cut])
             current = current[cut:]
@@ -165,17 +194,23 @@ def _nice_max(value: float) -> tuple[float, float]:
     return math.ceil(top / step) * step, step
 
 
-def _text(x: float, y: float, body: str, size: int = 12, anchor: str = "start", extra: str = "") -> str:
-    return (f'<text x="{_num(x)}" y="{_num(y)}" font-size="{size}" text-anchor="{anchor}" '
-            f'fill="currentColor"{extra}>{escape(body)}</text>')
+def _text(
+    x: float, y: float, body: str, size: int = 12, anchor: str = "start", extra: str = ""
+) -> str:
+    return (
+        f'<text x="{_num(x)}" y="{_num(y)}" font-size="{size}" text-anchor="{anchor}" '
+        f'fill="currentColor"{extra}>{escape(body)}</text>'
+    )
 
 
 def _header(title: str, subtitle: str, height: float, lines: list[str]) -> list[str]:
     aria = escape(f"{title} ({subtitle})")
-    svg = [f'<svg xmlns="http://www.w3.org/2000/svg" class="chart" viewBox="0 0 {WIDTH} {_num(height)}" '
-           f'width="{WIDTH}" height="{_num(height)}" role="img" aria-label="{aria}" '
-           f'font-family="{escape(FONT)}">',
-           f"<title>{escape(title)} ({escape(subtitle)})</title>"]
+    svg = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" class="chart" viewBox="0 0 {WIDTH} {_num(height)}" '
+        f'width="{WIDTH}" height="{_num(height)}" role="img" aria-label="{aria}" '
+        f'font-family="{escape(FONT)}">',
+        f"<title>{escape(title)} ({escape(subtitle)})</title>",
+    ]
     y = 22.0
     for line in lines:
         svg.append(_text(16, y, line, 15, extra=' font-weight="600"'))
@@ -195,7 +230,9 @@ def line_chart(rows: list[Row], title: str, subtitle: str, labels: dict[str, str
     top = 22 + 20 * len(heads) + 20
     left, right, plot_h = 70.0, WIDTH - 24.0, 240.0
     bottom = top + plot_h
-    legend = [(labels["chart_copy"] if r.role == "copy" else r.name, r) for r in lines_]   # base rows: their name
+    legend = [
+        (labels["chart_copy"] if r.role == "copy" else r.name, r) for r in lines_
+    ]  # base rows: their name
     kernel_name = _common_name([r.name for r in kernels]) or labels["chart_kernel"]
     height = bottom + 56 + 20 * (len(legend) + 1) + 8
     ymax, step = _nice_max(max(r.gbps for r in rows))
@@ -212,32 +249,44 @@ def line_chart(rows: list[Row], title: str, subtitle: str, labels: dict[str, str
     svg += _y_axis(left, right, top, bottom, ymax, step, sy, labels["_value"])
     for r in kernels:
         x = sx(r.param)
-        svg.append(f'<line x1="{_num(x)}" y1="{_num(bottom)}" x2="{_num(x)}" y2="{_num(bottom + 4)}" '
-                   'stroke="currentColor"/>')
+        svg.append(
+            f'<line x1="{_num(x)}" y1="{_num(bottom)}" x2="{_num(x)}" y2="{_num(bottom + 4)}" '
+            'stroke="currentColor"/>'
+        )
         svg.append(_text(x, bottom + 18, str(r.param), 12, "middle"))
     svg.append(_text((left + right) / 2, bottom + 40, labels["_param"], 12, "middle"))
     styles = {}
     for index, (_, r) in enumerate(legend):
-        color, dash = (COPY, "6 4") if r.reference else (BASELINES[index % len(BASELINES)], DASHES[(index + 1) % len(DASHES)])
+        color, dash = (
+            (COPY, "6 4")
+            if r.reference
+            else (BASELINES[index % len(BASELINES)], DASHES[(index + 1) % len(DASHES)])
+        )
         styles[id(r)] = (color, dash)
-        svg.append(f'<line x1="{_num(left)}" y1="{_num(sy(r.gbps))}" x2="{_num(right)}" y2="{_num(sy(r.gbps))}" '
-                   f'stroke="{color}" stroke-width="2" stroke-dasharray="{dash}"/>')
+        svg.append(
+            f'<line x1="{_num(left)}" y1="{_num(sy(r.gbps))}" x2="{_num(right)}" y2="{_num(sy(r.gbps))}" '
+            f'stroke="{color}" stroke-width="2" stroke-dasharray="{dash}"/>'
+        )
     points = " ".join(f"{_num(sx(r.param))},{_num(sy(r.gbps))}" for r in kernels)
     svg.append(f'<polyline points="{points}" fill="none" stroke="{KERNEL}" stroke-width="2.5"/>')
     for r in kernels:
         x, y = sx(r.param), sy(r.gbps)
         svg.append(f'<circle cx="{_num(x)}" cy="{_num(y)}" r="4" fill="{KERNEL}"/>')
-        above = y > bottom - 24   # below the point, clear of the copy and baseline lines above it
+        above = y > bottom - 24  # below the point, clear of the copy and baseline lines above it
         svg.append(_text(x, y - 10 if above else y + 20, f"{r.gbps:.0f}", 12, "middle"))
     y = bottom + 64
-    svg.append(f'<line x1="{_num(left)}" y1="{_num(y - 4)}" x2="{_num(left + 28)}" y2="{_num(y - 4)}" '
-               f'stroke="{KERNEL}" stroke-width="2.5"/><circle cx="{_num(left + 14)}" cy="{_num(y - 4)}" r="4" fill="{KERNEL}"/>')
+    svg.append(
+        f'<line x1="{_num(left)}" y1="{_num(y - 4)}" x2="{_num(left + 28)}" y2="{_num(y - 4)}" '
+        f'stroke="{KERNEL}" stroke-width="2.5"/><circle cx="{_num(left + 14)}" cy="{_num(y - 4)}" r="4" fill="{KERNEL}"/>'
+    )
     svg.append(_text(left + 36, y, kernel_name, 12))
     for name, r in legend:
         y += 20
         color, dash = styles[id(r)]
-        svg.append(f'<line x1="{_num(left)}" y1="{_num(y - 4)}" x2="{_num(left + 28)}" y2="{_num(y - 4)}" '
-                   f'stroke="{color}" stroke-width="2" stroke-dasharray="{dash}"/>')
+        svg.append(
+            f'<line x1="{_num(left)}" y1="{_num(y - 4)}" x2="{_num(left + 28)}" y2="{_num(y - 4)}" '
+            f'stroke="{color}" stroke-width="2" stroke-dasharray="{dash}"/>'
+        )
         svg.append(_text(left + 36, y, f"{name}: {r.gbps:.0f} {r.unit}", 12))
     svg.append("</svg>")
     return "\n".join(svg)
@@ -259,8 +308,10 @@ def bar_chart(rows: list[Row], title: str, subtitle: str, labels: dict[str, str]
     tick = 0.0
     while tick <= ymax + 1e-9:
         x = sx(tick)
-        svg.append(f'<line x1="{_num(x)}" y1="{_num(top)}" x2="{_num(x)}" y2="{_num(bottom)}" '
-                   'stroke="currentColor" stroke-opacity="0.15"/>')
+        svg.append(
+            f'<line x1="{_num(x)}" y1="{_num(top)}" x2="{_num(x)}" y2="{_num(bottom)}" '
+            'stroke="currentColor" stroke-opacity="0.15"/>'
+        )
         svg.append(_text(x, bottom + 16, f"{tick:.0f}", 11, "middle"))
         tick += step
     svg.append(_text((left + right) / 2, bottom + 38, labels["_value"], 12, "middle"))
@@ -277,13 +328,17 @@ def bar_chart(rows: list[Row], title: str, subtitle: str, labels: dict[str, str]
             baseline_index += 1
         svg.append(_text(left, y + 13, name, 12))
         width = max(sx(r.gbps) - left, 1.0)
-        svg.append(f'<rect x="{_num(left)}" y="{_num(y + 18)}" width="{_num(width)}" height="16" fill="{color}"/>')
+        svg.append(
+            f'<rect x="{_num(left)}" y="{_num(y + 18)}" width="{_num(width)}" height="16" fill="{color}"/>'
+        )
         svg.append(_text(left + width + 6, y + 31, f"{r.gbps:.0f}", 11))
         y += band
     if copy is not None:
         x = sx(copy.gbps)
-        svg.append(f'<line x1="{_num(x)}" y1="{_num(top - 4)}" x2="{_num(x)}" y2="{_num(bottom)}" '
-                   f'stroke="{COPY}" stroke-width="1.5" stroke-dasharray="6 4"/>')
+        svg.append(
+            f'<line x1="{_num(x)}" y1="{_num(top - 4)}" x2="{_num(x)}" y2="{_num(bottom)}" '
+            f'stroke="{COPY}" stroke-width="1.5" stroke-dasharray="6 4"/>'
+        )
     svg.append("</svg>")
     return "\n".join(svg)
 
@@ -293,8 +348,10 @@ def _y_axis(left, right, top, bottom, ymax, step, sy, title) -> list[str]:
     tick = 0.0
     while tick <= ymax + 1e-9:
         y = sy(tick)
-        out.append(f'<line x1="{_num(left)}" y1="{_num(y)}" x2="{_num(right)}" y2="{_num(y)}" '
-                   f'stroke="currentColor" stroke-opacity="{0.5 if tick == 0 else 0.15}"/>')
+        out.append(
+            f'<line x1="{_num(left)}" y1="{_num(y)}" x2="{_num(right)}" y2="{_num(y)}" '
+            f'stroke="currentColor" stroke-opacity="{0.5 if tick == 0 else 0.15}"/>'
+        )
         out.append(_text(left - 6, y + 4, f"{tick:.0f}", 11, "end"))
         tick += step
     mid = (top + bottom) / 2

@@ -58,7 +58,7 @@ from generator.files.memo import per_build, per_lesson
 TEMPLATE = "pack/lesson.html.j2"
 CSP = "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data:"
 CSP_SHARED = "default-src 'none'; script-src 'self' 'unsafe-inline'; style-src 'unsafe-inline'; img-src data:"
-MERMAID_FILE = "mermaid.min.js"   # a course bundle's one copy, at its root (mermaid_file())
+MERMAID_FILE = "mermaid.min.js"  # a course bundle's one copy, at its root (mermaid_file())
 VENDOR = Path(__file__).resolve().parent.parent / "vendor" / "mermaid"
 MERMAID_VERSION = "11.17.2"
 MERMAID_SHA256 = "581ed7d74bd9048d0e3a91363927d72ef22942d7722546b27f7cc29e35390eb8"
@@ -73,25 +73,44 @@ class HtmlError(CoursepackError):
     pass
 
 
-def lesson_html(markdown_text: str, *, lang: str, title: str, env: jinja2.Environment, bench: dict | None,
-                labels: dict[str, str], mermaid_src: str | None = None) -> bytes:
+def lesson_html(
+    markdown_text: str,
+    *,
+    lang: str,
+    title: str,
+    env: jinja2.Environment,
+    bench: dict | None,
+    labels: dict[str, str],
+    mermaid_src: str | None = None,
+) -> bytes:
     """The page for one pack: pure (same inputs, same bytes). mermaid_src: where a page with figures
     loads the shared mermaid from (a course bundle's page); None: inlined, the page stands alone."""
     missing = [key for key in (*C.CHART_LABELS, *PAGE_LABELS) if key not in labels]
     if missing:
         raise HtmlError(f"lesson.html: labels missing: {', '.join(missing)}")
-    body, diagrams = _body(markdown_text, json.dumps(bench, sort_keys=True), json.dumps(labels, sort_keys=True))
+    body, diagrams = _body(
+        markdown_text, json.dumps(bench, sort_keys=True), json.dumps(labels, sort_keys=True)
+    )
     shared = bool(diagrams and mermaid_src)
     page = env.get_template(TEMPLATE).render(
-        lang=lang, title=title, csp=CSP_SHARED if shared else CSP, body=Markup(body),
-        highlight_css=Markup(_highlight_css()), figures=bool(diagrams), mermaid_src=mermaid_src if shared else None,
-        mermaid=Markup(SLOT) if diagrams and not shared else None, mermaid_version=MERMAID_VERSION)
+        lang=lang,
+        title=title,
+        csp=CSP_SHARED if shared else CSP,
+        body=Markup(body),
+        highlight_css=Markup(_highlight_css()),
+        figures=bool(diagrams),
+        mermaid_src=mermaid_src if shared else None,
+        mermaid=Markup(SLOT) if diagrams and not shared else None,
+        mermaid_version=MERMAID_VERSION,
+    )
     if not diagrams or shared:
         return page.encode("utf-8")
     if page.count(SLOT) != 1:
         raise HtmlError(f"{TEMPLATE}: must place {{{{ mermaid }}}} once inside a <script>")
-    head, _, tail = page.partition(SLOT)   # 3.5 MB joined as bytes, not copied through Jinja
-    return b"".join((head.encode("utf-8"), _mermaid_bytes(), tail.encode("utf-8")))   # one copy of 3.6 MB, not two
+    head, _, tail = page.partition(SLOT)  # 3.5 MB joined as bytes, not copied through Jinja
+    return b"".join(
+        (head.encode("utf-8"), _mermaid_bytes(), tail.encode("utf-8"))
+    )  # one copy of 3.6 MB, not two
 
 
 @per_lesson
@@ -103,7 +122,7 @@ def _body(markdown_text: str, bench_json: str, labels_json: str) -> tuple[str, i
     failures.clear()
     tokens = parse_by_section(md, markdown_text, lines=False)
     ids = [t.attrs.get("id") for t in tokens if t.type == "heading_open"]
-    if len(set(ids)) < len(ids):   # the anchors' numbering of repeated headings spans sections
+    if len(set(ids)) < len(ids):  # the anchors' numbering of repeated headings spans sections
         tokens = md.parse(markdown_text)
     _mark_callout(tokens)
     _rewrite_links(tokens, labels["permalink"])
@@ -114,15 +133,24 @@ def _body(markdown_text: str, bench_json: str, labels_json: str) -> tuple[str, i
     tokens = _sections(_place_charts(tokens, figures))
     body = md.renderer.render(tokens, md.options, {})
     if failures:
-        raise HtmlError("lesson.html: formulas that do not convert to MathML:\n" + "\n".join(failures))
+        raise HtmlError(
+            "lesson.html: formulas that do not convert to MathML:\n" + "\n".join(failures)
+        )
     return body, sum(1 for t in tokens if t.type == "fence" and _lang(t) == "mermaid")
 
 
 def pack_page(ctx, env: jinja2.Environment, markdown_text: str, bench: dict | None) -> bytes:
     """lesson.html of one pack (ctx: render.LessonContext), its errors named by the pack."""
     try:
-        return lesson_html(markdown_text, lang=ctx.locale, title=ctx.heading, env=env, bench=bench,
-                           labels=page_labels(ctx.ui, ctx.text), mermaid_src=f"../{MERMAID_FILE}" if ctx.bundle else None)
+        return lesson_html(
+            markdown_text,
+            lang=ctx.locale,
+            title=ctx.heading,
+            env=env,
+            bench=bench,
+            labels=page_labels(ctx.ui, ctx.text),
+            mermaid_src=f"../{MERMAID_FILE}" if ctx.bundle else None,
+        )
     except HtmlError as exc:
         raise HtmlError(f"{ctx.lesson.spec.id}-{ctx.locale}-{ctx.edition}/{exc}") from exc
 
@@ -131,24 +159,46 @@ def page_labels(ui, text) -> dict[str, str]:
     """The page's labels from the locale (`pack.page`), English for any key it lacks (until the
     locale files carry them), and the lesson's table titles."""
     page = getattr(ui.pack, "page", None)
-    labels = {**ENGLISH_LABELS, **(page.model_dump() if hasattr(page, "model_dump") else dict(page or {}))}
+    labels = {
+        **ENGLISH_LABELS,
+        **(page.model_dump() if hasattr(page, "model_dump") else dict(page or {})),
+    }
     measured = getattr(text, "measured", None)
-    labels.update({f"table:{key}": value for key, value in dict(getattr(measured, "tables", None) or {}).items()})
-    labels.update({f"param:{key}": value for key, value in dict(getattr(measured, "axes", None) or {}).items()})
+    labels.update(
+        {
+            f"table:{key}": value
+            for key, value in dict(getattr(measured, "tables", None) or {}).items()
+        }
+    )
+    labels.update(
+        {
+            f"param:{key}": value
+            for key, value in dict(getattr(measured, "axes", None) or {}).items()
+        }
+    )
     return labels
 
 
 # --- markdown ----------------------------------------------------------------------------------
+
 
 @per_build
 def _markdown() -> tuple[MarkdownIt, list[str]]:
     """The page parser, one per build (it keeps no state between pages), and the list where it
     notes the formulas of the page being rendered that do not convert (_body empties it first)."""
     failures: list[str] = []
-    md = MarkdownIt("commonmark", {"html": True, "highlight": _highlight}).enable(["table", "strikethrough"])
-    dollarmath_plugin(md, double_inline=True, allow_labels=False,
-                      renderer=lambda latex, options: _math(latex, options["display_mode"], failures))
-    anchors_plugin(md, min_level=1, max_level=6, slug_func=heading_slug, permalink=True, permalinkSymbol="#")
+    md = MarkdownIt("commonmark", {"html": True, "highlight": _highlight}).enable(
+        ["table", "strikethrough"]
+    )
+    dollarmath_plugin(
+        md,
+        double_inline=True,
+        allow_labels=False,
+        renderer=lambda latex, options: _math(latex, options["display_mode"], failures),
+    )
+    anchors_plugin(
+        md, min_level=1, max_level=6, slug_func=heading_slug, permalink=True, permalinkSymbol="#"
+    )
     default_fence = md.renderer.rules["fence"]
 
     def fence(self, tokens, idx, options, env):
@@ -183,6 +233,7 @@ def _kept_inline(render_inline, failures: list[str]):
                 kept.clear()
             kept[id(tokens)] = (tokens, html)
         return html
+
     return render
 
 
@@ -190,7 +241,11 @@ def _softbreak(self, tokens, idx, options, env) -> str:
     """A line break inside a paragraph is a space, except between two CJK characters, where
     browsers would show it as a gap (Chinese text has no spaces between words)."""
     before = tokens[idx - 1].content[-1:] if idx > 0 and tokens[idx - 1].type == "text" else ""
-    after = tokens[idx + 1].content[:1] if idx + 1 < len(tokens) and tokens[idx + 1].type == "text" else ""
+    after = (
+        tokens[idx + 1].content[:1]
+        if idx + 1 < len(tokens) and tokens[idx + 1].type == "text"
+        else ""
+    )
     return "" if _wide(before) and _wide(after) else "\n"
 
 
@@ -217,10 +272,14 @@ def converted_formula(latex: str, display: bool) -> tuple[str, str | None]:
     shown = f"$${latex}$$" if display else f"${latex}$"
     try:
         mathml = latex_to_mathml(latex.strip(), display="block" if display else "inline")
-    except Exception as exc:   # latex2mathml raises many kinds; each one is a formula to fix
+    except Exception as exc:  # latex2mathml raises many kinds; each one is a formula to fix
         return escape(shown), f"  {shown}: {type(exc).__name__} {exc}".rstrip()
-    mathml = MTEXT.sub(lambda m: TEXT_ESCAPE.sub(lambda e: "&amp;" if e.group(1).startswith("&") else e.group(1),
-                                                 m.group(0)), mathml)
+    mathml = MTEXT.sub(
+        lambda m: TEXT_ESCAPE.sub(
+            lambda e: "&amp;" if e.group(1).startswith("&") else e.group(1), m.group(0)
+        ),
+        mathml,
+    )
     unknown = re.findall(r"\\[A-Za-z]+", mathml)
     if unknown:
         return mathml, f"  {shown}: unsupported command {', '.join(sorted(set(unknown)))}"
@@ -245,7 +304,7 @@ def _highlighted(code: str, lang: str) -> str:
     except ClassNotFound:
         lexer = None
     if lexer is None:
-        return ""   # markdown-it escapes it as plain code
+        return ""  # markdown-it escapes it as plain code
     body = highlight(code, lexer, HtmlFormatter(nowrap=True))
     return f'<pre class="highlight"><code class="language-{escape(lang)}">{body}</code></pre>\n'
 
@@ -254,9 +313,19 @@ def _highlighted(code: str, lang: str) -> str:
 def _highlight_css() -> str:
     light = HtmlFormatter(style="default").get_style_defs(".highlight")
     dark = HtmlFormatter(style="github-dark").get_style_defs(".highlight")
-    strip = re.compile(r"^(pre \{|td\.linenos|span\.linenos|\.highlight \.hll|\.highlight  \{|\.highlight \{).*$\n?", re.M)
-    return (strip.sub("", light) + "@media (prefers-color-scheme: dark) {\n" + strip.sub("", dark) + "}\n"
-            + "@media print {\n" + strip.sub("", light) + "}\n")
+    strip = re.compile(
+        r"^(pre \{|td\.linenos|span\.linenos|\.highlight \.hll|\.highlight  \{|\.highlight \{).*$\n?",
+        re.M,
+    )
+    return (
+        strip.sub("", light)
+        + "@media (prefers-color-scheme: dark) {\n"
+        + strip.sub("", dark)
+        + "}\n"
+        + "@media print {\n"
+        + strip.sub("", light)
+        + "}\n"
+    )
 
 
 def _mark_callout(tokens: list[Token]) -> None:
@@ -266,7 +335,7 @@ def _mark_callout(tokens: list[Token]) -> None:
         if token.type == "heading_close" and token.tag == "h1":
             seen_title = True
         elif seen_title and token.type == "blockquote_open" and token.level == 0:
-            marked = tokens[index] = token.copy(attrs=dict(token.attrs))   # parsed tokens are shared
+            marked = tokens[index] = token.copy(attrs=dict(token.attrs))  # parsed tokens are shared
             marked.attrSet("class", "callout")
             marked.attrSet("role", "note")
             return
@@ -278,8 +347,10 @@ def _rewrite_links(tokens: list[Token], permalink: str) -> None:
     for index, token in enumerate(tokens):
         if not any(child.type == "link_open" for child in token.children or []):
             continue
-        children = [child.copy(attrs=dict(child.attrs)) if child.type == "link_open" else child
-                    for child in token.children]
+        children = [
+            child.copy(attrs=dict(child.attrs)) if child.type == "link_open" else child
+            for child in token.children
+        ]
         tokens[index] = token.copy(children=children)
         for child in children:
             if child.type != "link_open":
@@ -290,7 +361,9 @@ def _rewrite_links(tokens: list[Token], permalink: str) -> None:
             href = str(child.attrGet("href") or "")
             found = LESSON_LINK.match(href)
             if found and not EXTERNAL.match(href):
-                child.attrSet("href", f"{found.group('path') or ''}lesson.html{found.group('rest') or ''}")
+                child.attrSet(
+                    "href", f"{found.group('path') or ''}lesson.html{found.group('rest') or ''}"
+                )
 
 
 def _place_charts(tokens: list[Token], figures: list[tuple[str, str, str]]) -> list[Token]:
@@ -328,7 +401,11 @@ def _sections(tokens: list[Token]) -> list[Token]:
     out, open_ = [], False
     for token in tokens:
         if token.type == "heading_open" and token.tag == "h2" and token.level == 0:
-            out.append(Token("html_block", "", 0, content=("</section>\n" if open_ else "") + "<section>\n"))
+            out.append(
+                Token(
+                    "html_block", "", 0, content=("</section>\n" if open_ else "") + "<section>\n"
+                )
+            )
             open_ = True
         out.append(token)
     if open_:
@@ -338,14 +415,18 @@ def _sections(tokens: list[Token]) -> list[Token]:
 
 # --- mermaid -----------------------------------------------------------------------------------
 
+
 @lru_cache(maxsize=1)
 def mermaid_script() -> str:
     """The vendored mermaid with its licence, checked: pinned bytes, nothing that ends a script.
     Read once per process: the file is the package's own, pinned by its sha256."""
     import hashlib
+
     data = (VENDOR / "mermaid.min.js").read_bytes()
     if hashlib.sha256(data).hexdigest() != MERMAID_SHA256:
-        raise HtmlError(f"{VENDOR / 'mermaid.min.js'}: not the pinned mermaid {MERMAID_VERSION} (sha256 differs)")
+        raise HtmlError(
+            f"{VENDOR / 'mermaid.min.js'}: not the pinned mermaid {MERMAID_VERSION} (sha256 differs)"
+        )
     code = data.decode("utf-8")
     licence = (VENDOR / "LICENSE").read_text(encoding="utf-8").replace("*/", "* /")
     if re.search(r"</?script", code, re.I):
@@ -354,13 +435,17 @@ def mermaid_script() -> str:
     # and no pack file holds a control character (tests/test_control_chars.py).
     code = code.replace('="\x01"', '="\\x01"')
     if CONTROL.search(code):
-        raise HtmlError(f"{VENDOR / 'mermaid.min.js'}: a raw control character at {CONTROL.search(code).start()}")
+        raise HtmlError(
+            f"{VENDOR / 'mermaid.min.js'}: a raw control character at {CONTROL.search(code).start()}"
+        )
     return f"/*! mermaid {MERMAID_VERSION} (https://github.com/mermaid-js/mermaid)\n{licence}*/\n{code}"
 
 
 @per_build
 def _mermaid_bytes() -> bytes:
-    return constant_part(mermaid_script().strip("\n").encode("utf-8"))   # every page's zip entry reuses its deflate
+    return constant_part(
+        mermaid_script().strip("\n").encode("utf-8")
+    )  # every page's zip entry reuses its deflate
 
 
 def mermaid_file() -> bytes:
@@ -377,8 +462,10 @@ def strip_vendored(page: bytes) -> bytes:
     """The page with the inlined mermaid replaced by one line: for golden copies, diffs and the
     leak scan (the vendored file is pinned by its sha256; it is not lesson material)."""
     script = _mermaid_bytes()
-    note = f"/* mermaid {MERMAID_VERSION} ({len(script)} bytes, sha256 {MERMAID_SHA256}) */".encode()
-    out, start = [], 0   # page.replace(script, note), without preparing a 3.5 MB search pattern
+    note = (
+        f"/* mermaid {MERMAID_VERSION} ({len(script)} bytes, sha256 {MERMAID_SHA256}) */".encode()
+    )
+    out, start = [], 0  # page.replace(script, note), without preparing a 3.5 MB search pattern
     at = find_part(page, script)
     while at >= 0:
         out += [page[start:at], note]
@@ -390,8 +477,10 @@ def strip_vendored(page: bytes) -> bytes:
 
 # --- text of a page (leak scan, edition pairing) -----------------------------------------------
 
-_MARKUP = re.compile(r"""<(?:!--.*?-->|[!?][^>]*>|(/?)([a-zA-Z][^\t\n\r\f />\x00]*)(?:[^>"']|"[^"]*"|'[^']*')*>)""",
-                     re.S)   # a comment, a declaration, or a start or end tag (group 1: "/", group 2: its name)
+_MARKUP = re.compile(
+    r"""<(?:!--.*?-->|[!?][^>]*>|(/?)([a-zA-Z][^\t\n\r\f />\x00]*)(?:[^>"']|"[^"]*"|'[^']*')*>)""",
+    re.S,
+)  # a comment, a declaration, or a start or end tag (group 1: "/", group 2: its name)
 _RAW_END = {name: re.compile(rf"</{name}[\t\n\r\f />]", re.I) for name in ("script", "style")}
 
 
@@ -412,7 +501,9 @@ def page_text(page: bytes | str) -> str:
             break
         position = markup.end()
         closing, name = markup.group(1), (markup.group(2) or "").lower()
-        if name in _RAW_END and not closing:   # a script's or a style's text is not shown: skip to its end tag
+        if (
+            name in _RAW_END and not closing
+        ):  # a script's or a style's text is not shown: skip to its end tag
             close = _RAW_END[name].search(text, position)
             if close is None:
                 break

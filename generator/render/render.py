@@ -56,7 +56,7 @@ class LessonContext:
     lesson: Lesson
     locale: str
     edition: Edition
-    bundle: bool = False   # rendered for the course bundle: links to the other lessons' folders
+    bundle: bool = False  # rendered for the course bundle: links to the other lessons' folders
 
     @property
     def answer(self) -> bool:
@@ -83,8 +83,13 @@ class LessonContext:
         return self.ui.pack.edition_answer if self.answer else self.ui.pack.edition_exercise
 
     def code(self, fill: str | None = None, answer: bool | None = None) -> str:
-        return render_code(self.lesson.solution, self.text.code_comments, self.text.exercise.todo_comment,
-                           self.answer if answer is None else answer, fill)
+        return render_code(
+            self.lesson.solution,
+            self.text.code_comments,
+            self.text.exercise.todo_comment,
+            self.answer if answer is None else answer,
+            fill,
+        )
 
     @property
     def hints(self) -> list[str]:
@@ -99,12 +104,14 @@ def check_templates(env: jinja2.Environment) -> None:
     problems = []
     for name in sorted(env.loader.list_templates()):
         if not name.endswith(".j2"):
-            continue   # static files beside the templates (lesson.css) are copied, not compiled
+            continue  # static files beside the templates (lesson.css) are copied, not compiled
         try:
             env.get_template(name)
         except jinja2.TemplateSyntaxError as exc:
             where = _template_name(exc.filename or name, templates)
-            problems.append(Problem(Location(where, exc.lineno or 0), f"template syntax: {exc.message or exc}"))
+            problems.append(
+                Problem(Location(where, exc.lineno or 0), f"template syntax: {exc.message or exc}")
+            )
     if problems:
         raise ContentError(problems)
 
@@ -122,6 +129,7 @@ def located_template_error(exc: jinja2.TemplateError, templates: Path) -> Render
         name, line = exc.filename or exc.name or "?", exc.lineno
     else:
         import traceback
+
         frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename.endswith(".j2")]
         name, line = (frames[-1].filename, frames[-1].lineno) if frames else ("template", 0)
     name = _template_name(name, templates)
@@ -129,7 +137,9 @@ def located_template_error(exc: jinja2.TemplateError, templates: Path) -> Render
     return RenderError(f"{name}:{line}: {kind}: {exc.message or exc}")
 
 
-def render_pack(ctx: LessonContext, env: jinja2.Environment, page: bool = True, alone: Pack | None = None) -> Pack:
+def render_pack(
+    ctx: LessonContext, env: jinja2.Environment, page: bool = True, alone: Pack | None = None
+) -> Pack:
     """Every file of a pack except those written after verification (README, manifest; a course
     bundle's pack, which is never verified on its own, its notebook too). page: with an early
     lesson.html, for the leak scan and the formula errors before verification (a pack that
@@ -142,29 +152,45 @@ def render_pack(ctx: LessonContext, env: jinja2.Environment, page: bool = True, 
         raise located_template_error(exc, Path(env.loader.searchpath[0])) from exc
 
 
-def _render_pack(ctx: LessonContext, env: jinja2.Environment, page: bool, alone: Pack | None = None) -> Pack:
+def _render_pack(
+    ctx: LessonContext, env: jinja2.Environment, page: bool, alone: Pack | None = None
+) -> Pack:
     spec = ctx.lesson.spec
     pack = Pack(spec.id, ctx.locale, ctx.edition)
     code = ctx.code()
     document = env.get_template("pack/lesson.md.j2").render(_lesson_vars(ctx, env, code))
-    tokens = parse_blocks(document)   # one parse: the checks, lesson.md and the notebook all use it
+    tokens = parse_blocks(document)  # one parse: the checks, lesson.md and the notebook all use it
     lesson_md, cells = split_cells(document, tokens)
     pack.files[spec.kernel_file] = code.encode()
     pack.files["lesson.md"] = lesson_md.encode()
     if page:
-        pack.files["lesson.html"] = pack_page(ctx, env, lesson_md, None)   # rendered again when final
-    if not ctx.bundle:   # a course bundle's pack is finished at once (finalize_pack builds its notebook)
+        pack.files["lesson.html"] = pack_page(
+            ctx, env, lesson_md, None
+        )  # rendered again when final
+    if (
+        not ctx.bundle
+    ):  # a course bundle's pack is finished at once (finalize_pack builds its notebook)
         pack.files["lesson.ipynb"] = build_notebook(cells, ctx.locale, ctx.heading)
     pack.cells = cells
-    pack.files["check.py"] = alone.files["check.py"] if alone is not None else checker_source(ctx).encode()
+    pack.files["check.py"] = (
+        alone.files["check.py"] if alone is not None else checker_source(ctx).encode()
+    )
     for extra in spec.files:
         if extra.edition == "both" or ctx.answer:
             pack.files[extra.name] = ctx.lesson.files[extra.name]
-    pack.files["requirements.txt"] = env.get_template("pack/requirements.txt.j2").render(
-        heading=ctx.heading, min_torch=MIN_TORCH, min_triton=MIN_TRITON).encode()
-    reachable = set(pack.files) | {"README.md", "manifest.json", "lesson.ipynb"} | {link["href"] for link in navigation(ctx) if link["href"]}
-    problems = check_markdown(document, reachable,
-                              f"{pack.name}/lesson.md (before notebook cells are removed)", tokens)
+    pack.files["requirements.txt"] = (
+        env.get_template("pack/requirements.txt.j2")
+        .render(heading=ctx.heading, min_torch=MIN_TORCH, min_triton=MIN_TRITON)
+        .encode()
+    )
+    reachable = (
+        set(pack.files)
+        | {"README.md", "manifest.json", "lesson.ipynb"}
+        | {link["href"] for link in navigation(ctx) if link["href"]}
+    )
+    problems = check_markdown(
+        document, reachable, f"{pack.name}/lesson.md (before notebook cells are removed)", tokens
+    )
     if problems:
         raise RenderError("\n".join(problems))
     return pack
@@ -173,16 +199,29 @@ def _render_pack(ctx: LessonContext, env: jinja2.Environment, page: bool, alone:
 def _lesson_vars(ctx: LessonContext, env: jinja2.Environment, code: str) -> dict:
     ui, text, spec = ctx.ui, ctx.text, ctx.lesson.spec
     setup = env.get_template("pack/setup_cell.py.j2").render(
-        note=ui.pack.notebook_setup, gpu_label=ui.pack.notebook_gpu, interpreter_label=ui.pack.notebook_interpreter)
-    check = env.get_template("pack/check_cell.py.j2").render(note=ui.pack.notebook_check, entry=spec.entry)
+        note=ui.pack.notebook_setup,
+        gpu_label=ui.pack.notebook_gpu,
+        interpreter_label=ui.pack.notebook_interpreter,
+    )
+    check = env.get_template("pack/check_cell.py.j2").render(
+        note=ui.pack.notebook_check, entry=spec.entry
+    )
     return {
-        "answer": ctx.answer, "ui": ui, "text": text, "heading": ctx.heading, "code": code,
+        "answer": ctx.answer,
+        "ui": ui,
+        "text": text,
+        "heading": ctx.heading,
+        "code": code,
         "figures": [text.figures[f] for f in spec.figures],
         "questions": [(q, text.questions[q]) for q in spec.questions],
-        "hints": ctx.hints, "nav": navigation(ctx), "cell_code": without_main_block(code),
-        "setup_code": setup.strip(), "check_code": check.strip(),
+        "hints": ctx.hints,
+        "nav": navigation(ctx),
+        "cell_code": without_main_block(code),
+        "setup_code": setup.strip(),
+        "check_code": check.strip(),
         "places": {place["place"]: place for place in answer_places(ctx)},
-        "placeholder": ui.checker["report_answer_here"], "vetoes": [text.rubric.vetoes[v] for v in spec.rubric.vetoes],
+        "placeholder": ui.checker["report_answer_here"],
+        "vetoes": [text.rubric.vetoes[v] for v in spec.rubric.vetoes],
     }
 
 
@@ -198,17 +237,36 @@ def answer_places(ctx: LessonContext, references: bool | None = None) -> list[di
     places = []
     if "implementation" in declared:
         part = text.rubric.parts[declared["implementation"]]
-        places.append({"id": declared["implementation"], "place": "implementation", "title": part.title,
-                       "prompt": part.prompt, "reference": part.reference if with_reference else None})
+        places.append(
+            {
+                "id": declared["implementation"],
+                "place": "implementation",
+                "title": part.title,
+                "prompt": part.prompt,
+                "reference": part.reference if with_reference else None,
+            }
+        )
     failures = text.rubric.parts.get(declared.get("failures", ""))
-    places.append({"id": declared.get("failures", "failures"), "place": "failures",
-                   "title": failures.title if failures else ctx.ui.checker["report_failures"],
-                   "prompt": failures.prompt if failures else None,
-                   "reference": failures.reference if failures and with_reference else None})
+    places.append(
+        {
+            "id": declared.get("failures", "failures"),
+            "place": "failures",
+            "title": failures.title if failures else ctx.ui.checker["report_failures"],
+            "prompt": failures.prompt if failures else None,
+            "reference": failures.reference if failures and with_reference else None,
+        }
+    )
     for qid in spec.questions:
         question = text.questions[qid]
-        places.append({"id": qid, "place": "question", "title": qid.upper(), "prompt": question.prompt,
-                       "reference": question.answer if with_reference else None})
+        places.append(
+            {
+                "id": qid,
+                "place": "question",
+                "title": qid.upper(),
+                "prompt": question.prompt,
+                "reference": question.answer if with_reference else None,
+            }
+        )
     return places
 
 
@@ -222,10 +280,20 @@ def navigation(ctx: LessonContext) -> list[dict]:
         if 0 <= other < len(entries):
             entry = entries[other]
             published = entry.status == "published"
-            note = (ctx.ui.pack.other_pack.format(name=f"{entry.id}-{ctx.locale}-{ctx.edition}.zip") if published
-                    else ctx.ui.pack.planned_lesson)
+            note = (
+                ctx.ui.pack.other_pack.format(name=f"{entry.id}-{ctx.locale}-{ctx.edition}.zip")
+                if published
+                else ctx.ui.pack.planned_lesson
+            )
             href = f"../{entry.id}/lesson.md" if published and ctx.bundle else None
-            links.append({"label": label, "heading": ctx.ui.heading(entry.id, entry.number), "note": note, "href": href})
+            links.append(
+                {
+                    "label": label,
+                    "heading": ctx.ui.heading(entry.id, entry.number),
+                    "note": note,
+                    "href": href,
+                }
+            )
     return links
 
 
@@ -243,25 +311,48 @@ def checker_data(ctx: LessonContext) -> dict:
     exercise = ctx.code(answer=False)
     exercise_code, blank_line = exercise.splitlines(), blank_index(exercise) + 1
     return {
-        "lesson": spec.id, "locale": ctx.locale, "edition": ctx.edition, "edition_name": ctx.edition_name,
-        "title": text.checker.title, "module": spec.kernel_file, "entry": spec.entry,
-        "timeout_s": checks.timeout_s, "template": exercise_code, "blank_line": blank_line,
+        "lesson": spec.id,
+        "locale": ctx.locale,
+        "edition": ctx.edition,
+        "edition_name": ctx.edition_name,
+        "title": text.checker.title,
+        "module": spec.kernel_file,
+        "entry": spec.entry,
+        "timeout_s": checks.timeout_s,
+        "template": exercise_code,
+        "blank_line": blank_line,
         "inputs": [item.model_dump(exclude_none=True) for item in checks.inputs],
-        "outputs": [item.model_dump(exclude_none=True) for item in checks.outputs] or [{"name": "out", "check": "values"}],
-        "named_outputs": bool(checks.outputs), "inplace": list(checks.inplace),
-        "cases": [case.model_dump(exclude_defaults=True) | {"group": case.group} for case in checks.cases],
-        "poison": checks.poison, "compare": {k: v.model_dump() for k, v in checks.compare.items()},
-        "reference": ctx.lesson.reference, "lesson_reasons": list(checks.reasons),
+        "outputs": [item.model_dump(exclude_none=True) for item in checks.outputs]
+        or [{"name": "out", "check": "values"}],
+        "named_outputs": bool(checks.outputs),
+        "inplace": list(checks.inplace),
+        "cases": [
+            case.model_dump(exclude_defaults=True) | {"group": case.group} for case in checks.cases
+        ],
+        "poison": checks.poison,
+        "compare": {k: v.model_dump() for k, v in checks.compare.items()},
+        "reference": ctx.lesson.reference,
+        "lesson_reasons": list(checks.reasons),
         "case_names": dict(text.checker.cases),
-        "reasons": {reason: ctx.ui.checker[f"reason_{reason}"] for reason in OPTIONAL_REASONS} | dict(text.checker.reasons),
-        "messages": dict(ctx.ui.checker), "hints": ctx.hints, "hint_names": list(ctx.ui.pack.hint_level_names),
-        "rubric": {"normal": spec.rubric.normal, "boundary": spec.rubric.boundary,
-                   "explanation": spec.rubric.explanation, "questions": spec.rubric.question_points,
-                   "pass_total": spec.rubric.pass_total},
+        "reasons": {reason: ctx.ui.checker[f"reason_{reason}"] for reason in OPTIONAL_REASONS}
+        | dict(text.checker.reasons),
+        "messages": dict(ctx.ui.checker),
+        "hints": ctx.hints,
+        "hint_names": list(ctx.ui.pack.hint_level_names),
+        "rubric": {
+            "normal": spec.rubric.normal,
+            "boundary": spec.rubric.boundary,
+            "explanation": spec.rubric.explanation,
+            "questions": spec.rubric.question_points,
+            "pass_total": spec.rubric.pass_total,
+        },
         "questions": list(spec.questions),
-        "answer_places": [{k: v for k, v in place.items() if k != "reference"}
-                          for place in answer_places(ctx, references=False)],
-        "bench": spec.bench, "bench_tables": dict(text.measured.tables),
+        "answer_places": [
+            {k: v for k, v in place.items() if k != "reference"}
+            for place in answer_places(ctx, references=False)
+        ],
+        "bench": spec.bench,
+        "bench_tables": dict(text.measured.tables),
         "platform_section": ctx.ui.pack.readme_machine_title,
     }
 
@@ -272,9 +363,11 @@ def mistake_code(ctx: LessonContext, mistake: Mistake) -> str:
         return ctx.code(fill=mistake.fill, answer=False)
     answer = ctx.code(answer=True)
     if answer.count(mistake.replace.old) != 1:
-        raise RenderError(f"{ctx.lesson.folder.name}/lesson.yaml: checks.mistakes.{mistake.id}.replace.old: "
-                          f"occurs {answer.count(mistake.replace.old)} times in the generated {ctx.lesson.spec.kernel_file}"
-                          " (expected once; is it inside a comment?)")
+        raise RenderError(
+            f"{ctx.lesson.folder.name}/lesson.yaml: checks.mistakes.{mistake.id}.replace.old: "
+            f"occurs {answer.count(mistake.replace.old)} times in the generated {ctx.lesson.spec.kernel_file}"
+            " (expected once; is it inside a comment?)"
+        )
     return answer.replace(mistake.replace.old, mistake.replace.new)
 
 
@@ -291,7 +384,9 @@ def _checker_code_after_data() -> bytes:
     return constant_part(joined().split(DATA_LINE, 1)[1].encode())
 
 
-def finalize_pack(ctx: LessonContext, env: jinja2.Environment, pack: Pack, verification: dict | None) -> Pack:
+def finalize_pack(
+    ctx: LessonContext, env: jinja2.Environment, pack: Pack, verification: dict | None
+) -> Pack:
     """Add README.md, the verification record (answer edition) and the manifest."""
     try:
         return _finalize_pack(ctx, env, pack, verification)
@@ -299,39 +394,71 @@ def finalize_pack(ctx: LessonContext, env: jinja2.Environment, pack: Pack, verif
         raise located_template_error(exc, Path(env.loader.searchpath[0])) from exc
 
 
-def _finalize_pack(ctx: LessonContext, env: jinja2.Environment, pack: Pack, verification: dict | None) -> Pack:
+def _finalize_pack(
+    ctx: LessonContext, env: jinja2.Environment, pack: Pack, verification: dict | None
+) -> Pack:
     ui, spec = ctx.ui, ctx.lesson.spec
     files = dict(pack.files)
     descriptions = dict(ui.pack.file_descriptions) | dict(ctx.text.files)
     if ctx.answer:
         descriptions["kernel"] = descriptions["kernel_answer"]
-    listed = ["README.md", "lesson.md", *[n for n in ("lesson.html",) if n in descriptions], "lesson.ipynb",
-              spec.kernel_file, "check.py",
-              *[f.name for f in spec.files if f.edition == "both" or ctx.answer], "requirements.txt", "manifest.json"]
+    listed = [
+        "README.md",
+        "lesson.md",
+        *[n for n in ("lesson.html",) if n in descriptions],
+        "lesson.ipynb",
+        spec.kernel_file,
+        "check.py",
+        *[f.name for f in spec.files if f.edition == "both" or ctx.answer],
+        "requirements.txt",
+        "manifest.json",
+    ]
     readme = env.get_template("pack/README.md.j2").render(
-        heading=ctx.heading, edition_name=ctx.edition_name, ui=ui, kernel_file=spec.kernel_file,
-        hint_levels=len(ctx.hints), verification=readme_verification(verification),
-        files=[(name, descriptions.get(name, descriptions["kernel"])) for name in listed])
+        heading=ctx.heading,
+        edition_name=ctx.edition_name,
+        ui=ui,
+        kernel_file=spec.kernel_file,
+        hint_levels=len(ctx.hints),
+        verification=readme_verification(verification),
+        files=[(name, descriptions.get(name, descriptions["kernel"])) for name in listed],
+    )
     files["README.md"] = readme.encode()
     values = ((verification or {}).get("bench") or {}).get("values")
     for name in ("lesson.md", "README.md"):
-        files[name] = fill_measured(files[name].decode(), values, ui.pack.measured_placeholder,
-                                    f"{pack.name}/{name}").encode()
-    cells = [dataclasses.replace(cell, source=fill_measured(cell.source, values, ui.pack.measured_placeholder,
-                                                            f"{pack.name}/lesson.ipynb"))
-             if cell.kind == "markdown" else cell for cell in pack.cells]
+        files[name] = fill_measured(
+            files[name].decode(), values, ui.pack.measured_placeholder, f"{pack.name}/{name}"
+        ).encode()
+    cells = [
+        dataclasses.replace(
+            cell,
+            source=fill_measured(
+                cell.source, values, ui.pack.measured_placeholder, f"{pack.name}/lesson.ipynb"
+            ),
+        )
+        if cell.kind == "markdown"
+        else cell
+        for cell in pack.cells
+    ]
     measured = measured_section(ctx, verification) if ctx.answer else ""
     if measured:
         files["README.md"] += ("\n" + measured).encode()
         files["lesson.md"] += ("\n" + measured).encode()
         cells.append(Cell("markdown", measured.strip("\n"), "measured"))
     files["lesson.ipynb"] = build_notebook(cells, ctx.locale, ctx.heading)
-    files["lesson.html"] = pack_page(ctx, env, files["lesson.md"].decode(),
-                                     (verification or {}).get("bench") if ctx.answer else None)
+    files["lesson.html"] = pack_page(
+        ctx,
+        env,
+        files["lesson.md"].decode(),
+        (verification or {}).get("bench") if ctx.answer else None,
+    )
     if ctx.answer and verification is not None:
-        files["verification.json"] = (json.dumps(verification, ensure_ascii=False, indent=1, sort_keys=True) + "\n").encode()
+        files["verification.json"] = (
+            json.dumps(verification, ensure_ascii=False, indent=1, sort_keys=True) + "\n"
+        ).encode()
     final = Pack(pack.lesson_id, pack.locale, pack.edition, files)
-    public = None if verification is None else {k: v for k, v in verification.items() if k != "details"}
+    public = (
+        None if verification is None else {k: v for k, v in verification.items() if k != "details"}
+    )
     final.files["manifest.json"] = manifest(final, public)
     return final
 
@@ -343,20 +470,38 @@ def measured_section(ctx: LessonContext, verification: dict | None) -> str:
         return ""
     ui, titles = ctx.ui, ctx.text.measured.tables
     intro = ctx.text.measured.intro or ui.pack.measured_intro
-    lines = [f"## {ui.headings.measured}", "",
-             intro.format(device=bench["device"], torch=bench["torch"], triton=bench["triton"],
-                          elements=f"{bench['n']:,}"), ""]
+    lines = [
+        f"## {ui.headings.measured}",
+        "",
+        intro.format(
+            device=bench["device"],
+            torch=bench["torch"],
+            triton=bench["triton"],
+            elements=f"{bench['n']:,}",
+        ),
+        "",
+    ]
     for table_id, rows in bench.get("tables", {}).items():
-        if rows and "tflops" in rows[0]:   # a compute-bound table: TFLOP/s, and the ratio to its base row
+        if (
+            rows and "tflops" in rows[0]
+        ):  # a compute-bound table: TFLOP/s, and the ratio to its base row
             head = f"| | ms | TFLOP/s | {ui.checker.get('bench_vs_base', 'vs base')} |"
-            body = [f"| {r['name']} | {r['ms']:.3f} | {r['tflops']:.1f} | {r['vs_base']:.2f} |" for r in rows]
+            body = [
+                f"| {r['name']} | {r['ms']:.3f} | {r['tflops']:.1f} | {r['vs_base']:.2f} |"
+                for r in rows
+            ]
         else:
             head = "| | ms | GB/s | vs copy |"
-            body = [f"| {r['name']} | {r['ms']:.3f} | {r['gbps']:.0f} | {r['vs_copy']:.2f} |" for r in rows]
+            body = [
+                f"| {r['name']} | {r['ms']:.3f} | {r['gbps']:.0f} | {r['vs_copy']:.2f} |"
+                for r in rows
+            ]
         lines += [f"**{titles.get(table_id, table_id)}**", "", head, "|---|---|---|---|", *body, ""]
     if bench.get("checks"):
         lines += [ui.pack.measured_checks, ""]
-        lines += [f"- {'PASS' if ok else 'FAIL'} {name}" for name, ok in sorted(bench["checks"].items())]
+        lines += [
+            f"- {'PASS' if ok else 'FAIL'} {name}" for name, ok in sorted(bench["checks"].items())
+        ]
         lines.append("")
     return "\n".join(lines)
 
@@ -368,18 +513,27 @@ def fill_measured(text: str, values: dict[str, str] | None, placeholder: str, wh
     """[[measured:NAME]] in lesson text becomes the bench's value, or a marker when nothing was
     measured. A name the bench did not produce is an error: a lesson states no number its bench
     does not measure."""
+
     def value(match: re.Match[str]) -> str:
         if values is None:
             return placeholder
         if match.group(1) not in values:
-            raise RenderError(f"{where}: [[measured:{match.group(1)}]]: the lesson's bench produced no such value "
-                              f"(it has: {', '.join(sorted(values)) or 'none'})")
+            raise RenderError(
+                f"{where}: [[measured:{match.group(1)}]]: the lesson's bench produced no such value "
+                f"(it has: {', '.join(sorted(values)) or 'none'})"
+            )
         return str(values[match.group(1)])
+
     return MEASURED.sub(value, text)
 
 
 def readme_verification(verification: dict | None) -> dict | None:
     if verification is None:
         return None
-    return {"runner": verification["runner_label"], "device": verification["device"],
-            "torch": verification["torch"], "triton": verification["triton"], "date": verification["date"]}
+    return {
+        "runner": verification["runner_label"],
+        "device": verification["device"],
+        "torch": verification["torch"],
+        "triton": verification["triton"],
+        "date": verification["date"],
+    }

@@ -32,8 +32,10 @@ from generator.review.totals import result_text, standing, standings
 
 COOKIE = "coursepack_review"
 HEADER = "X-Review-Token"
-CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
-       "form-action 'self'; base-uri 'none'; frame-ancestors 'none'")
+CSP = (
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
+    "form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
+)
 
 
 @dataclass
@@ -41,21 +43,30 @@ class Settings:
     folder: Path
     token: str
     grader: str = "grader"
-    locale: str | None = None       # the page's language (default: the rubric's source language)
-    anonymous: bool = False         # names and ids hidden; students numbered in the page's order
-    seed: int | None = None         # a shuffled order, the same for every grader with the same seed
-    refresh: bool = False           # rewrite grades.csv and every feedback page from the gradebook at the start
+    locale: str | None = None  # the page's language (default: the rubric's source language)
+    anonymous: bool = False  # names and ids hidden; students numbered in the page's order
+    seed: int | None = None  # a shuffled order, the same for every grader with the same seed
+    refresh: bool = (
+        False  # rewrite grades.csv and every feedback page from the gradebook at the start
+    )
 
 
 def create_app(settings: Settings) -> Flask:
     here = Path(__file__).parent
-    app = Flask(__name__, template_folder=str(here / "templates"), static_folder=str(here / "static"))
-    app.jinja_options = {"autoescape": True, "undefined": StrictUndefined}   # .j2 is not among Flask's escaped
+    app = Flask(
+        __name__, template_folder=str(here / "templates"), static_folder=str(here / "static")
+    )
+    app.jinja_options = {
+        "autoescape": True,
+        "undefined": StrictUndefined,
+    }  # .j2 is not among Flask's escaped
     book = Gradebook(settings.folder)
     if not book.exists():
-        raise ReviewError(f"{settings.folder}: no {book.path.name} (grade the class first: coursepack grade)")
+        raise ReviewError(
+            f"{settings.folder}: no {book.path.name} (grade the class first: coursepack grade)"
+        )
     view = View(book, settings)
-    if settings.refresh:   # a server killed between a save and its rewrite left them behind
+    if settings.refresh:  # a server killed between a save and its rewrite left them behind
         threading.Thread(target=view.rewrite_all, daemon=True).start()
 
     @app.before_request
@@ -65,7 +76,7 @@ def create_app(settings: Settings) -> Flask:
             given = request.headers.get(HEADER, "")
         if not hmac.compare_digest(given.encode(), settings.token.encode()):
             abort(403)
-        if request.args.get("token"):   # once in the URL, then the cookie: the address bar loses it
+        if request.args.get("token"):  # once in the URL, then the cookie: the address bar loses it
             response = redirect(request.path + _query(request.args, drop="token"))
             response.set_cookie(COOKIE, settings.token, httponly=True, samesite="Strict", path="/")
             return response
@@ -94,16 +105,32 @@ def create_app(settings: Settings) -> Flask:
     @app.post("/api/score")
     def score():
         data = _body()
-        return view.save(lambda: book.set_score(
-            view.sid(data.get("at")), str(data.get("part", "")), _points(data.get("points")),
-            str(data.get("comment", "")), _version(data), settings.grader), data)
+        return view.save(
+            lambda: book.set_score(
+                view.sid(data.get("at")),
+                str(data.get("part", "")),
+                _points(data.get("points")),
+                str(data.get("comment", "")),
+                _version(data),
+                settings.grader,
+            ),
+            data,
+        )
 
     @app.post("/api/veto")
     def veto():
         data = _body()
-        return view.save(lambda: book.set_veto(
-            view.sid(data.get("at")), str(data.get("veto", "")), bool(data.get("active")),
-            str(data.get("reason", "")), _version(data), settings.grader), data)
+        return view.save(
+            lambda: book.set_veto(
+                view.sid(data.get("at")),
+                str(data.get("veto", "")),
+                bool(data.get("active")),
+                str(data.get("reason", "")),
+                _version(data),
+                settings.grader,
+            ),
+            data,
+        )
 
     return app
 
@@ -138,6 +165,7 @@ def _points(value) -> float | None:
 
 def _query(args, drop: str) -> str:
     from urllib.parse import urlencode
+
     kept = [(k, v) for k, v in args.items(multi=True) if k != drop]
     return "?" + urlencode(kept) if kept else ""
 
@@ -148,17 +176,25 @@ class View:
     def __init__(self, book: Gradebook, settings: Settings):
         self.book, self.settings = book, settings
         self.writing = threading.Lock()
-        self._similarity: tuple = (None, [])   # (similarity.json's mtime, its matches)
+        self._similarity: tuple = (None, [])  # (similarity.json's mtime, its matches)
 
     # --- shared ------------------------------------------------------------------------------
 
     def context(self) -> dict:
         rubric = self.book.rubric()
-        locale = request.args.get("lang") or self.settings.locale or rubric.get("source_locale", "en")
+        locale = (
+            request.args.get("lang") or self.settings.locale or rubric.get("source_locale", "en")
+        )
         if locale not in languages():
             locale = "en"
-        return {"rubric": rubric, "locale": locale, "w": words(locale), "languages": languages(),
-                "source": rubric.get("source_locale", locale), "lesson": rubric.get("lesson", "")}
+        return {
+            "rubric": rubric,
+            "locale": locale,
+            "w": words(locale),
+            "languages": languages(),
+            "source": rubric.get("source_locale", locale),
+            "lesson": rubric.get("lesson", ""),
+        }
 
     def page(self, template: str, **values):
         ctx = self.context()
@@ -166,9 +202,9 @@ class View:
         ctx["t"] = lambda value: localized(value, ctx["locale"], ctx["source"])
         ctx["num"] = number_text
         ctx["progress"] = progress
-        ctx["md"] = lambda text: Markup(markdown_html(text or ""))   # sanitized (render.py)
+        ctx["md"] = lambda text: Markup(markdown_html(text or ""))  # sanitized (render.py)
         ctx["config_token"] = self.settings.token
-        ctx["anonymous"] = self.settings.anonymous   # file paths name the student: not shown then
+        ctx["anonymous"] = self.settings.anonymous  # file paths name the student: not shown then
         ctx["lang_query"] = "?lang=" + ctx["locale"] if request.args.get("lang") else ""
         return render_template(template, **ctx)
 
@@ -182,7 +218,7 @@ class View:
     def sid(self, at) -> str:
         order = self.order()
         if isinstance(at, bool) or not isinstance(at, int) or not 0 <= at < len(order):
-            raise ReviewError(f"no student at {at!r}")   # never a negative index: the last student
+            raise ReviewError(f"no student at {at!r}")  # never a negative index: the last student
         return order[at][0]
 
     def who(self, at: int, sid: str, name: str) -> str:
@@ -191,13 +227,18 @@ class View:
         return f"{name} ({sid})" if name else sid
 
     def part(self, rubric: dict, part: str) -> dict:
-        found = next((p for p in rubric["parts"] if p["id"] == part and p.get("kind") == "manual"), None)
+        found = next(
+            (p for p in rubric["parts"] if p["id"] == part and p.get("kind") == "manual"), None
+        )
         if found is None:
             abort(404)
         return found
 
     def answer(self, student: dict, part: str) -> dict:
-        given = (student["answers"].get("parts") or {}).get(part) or {"status": "absent", "text": ""}
+        given = (student["answers"].get("parts") or {}).get(part) or {
+            "status": "absent",
+            "text": "",
+        }
         text = given.get("text") or ""
         html = markdown_html(text) if given.get("status") == "answered" and text.strip() else ""
         return {**given, "html": html, "similar": self.similar(student["id"], part)}
@@ -241,18 +282,34 @@ class View:
         rubric = self.book.rubric()
         order = self.order()
         scores = self.book.scores()
-        graded = {p: sum(1 for (_, part), s in scores.items() if part == p and s.points is not None)
-                  for p in manual_points(rubric)}
+        graded = {
+            p: sum(1 for (_, part), s in scores.items() if part == p and s.points is not None)
+            for p in manual_points(rubric)
+        }
         vetoes = self.book.vetoes()
         vetoed = {sid for (sid, _), v in vetoes.items() if v.active}
         regraded = self.book.regraded()
         results = {s.student["id"]: s.result for s in standings(self.book)}
-        students = [{"at": i, "who": self.who(i, sid, name), "vetoed": sid in vetoed, "regraded": sid in regraded,
-                     "graded": sum(1 for p in graded if (sid, p) in scores and scores[sid, p].points is not None),
-                     "result": results[sid]}
-                    for i, (sid, name) in enumerate(order)]
-        return {"graded": graded, "count": len(order), "students": students, "parts_manual": list(graded),
-                "regraded_count": len(regraded)}
+        students = [
+            {
+                "at": i,
+                "who": self.who(i, sid, name),
+                "vetoed": sid in vetoed,
+                "regraded": sid in regraded,
+                "graded": sum(
+                    1 for p in graded if (sid, p) in scores and scores[sid, p].points is not None
+                ),
+                "result": results[sid],
+            }
+            for i, (sid, name) in enumerate(order)
+        ]
+        return {
+            "graded": graded,
+            "count": len(order),
+            "students": students,
+            "parts_manual": list(graded),
+            "regraded_count": len(regraded),
+        }
 
     def question(self, part: str, at: int) -> dict:
         rubric = self.book.rubric()
@@ -265,11 +322,23 @@ class View:
         scores = self.book.scores(part=part)
         score = scores.get((sid, part))
         done = sum(1 for s in scores.values() if s.points is not None)
-        ungraded = next((i for i in range(at + 1, len(order)) if _unscored(scores.get((order[i][0], part)))), None)
-        return {"ungraded": ungraded, "part": info, "at": at, "count": len(order), "who": self.who(at, sid, name),
-                "answer": self.answer(student, part), "score": score, "done": done,
-                "regraded": student["regraded"], "prev": at - 1 if at > 0 else None,
-                "next": at + 1 if at + 1 < len(order) else None}
+        ungraded = next(
+            (i for i in range(at + 1, len(order)) if _unscored(scores.get((order[i][0], part)))),
+            None,
+        )
+        return {
+            "ungraded": ungraded,
+            "part": info,
+            "at": at,
+            "count": len(order),
+            "who": self.who(at, sid, name),
+            "answer": self.answer(student, part),
+            "score": score,
+            "done": done,
+            "regraded": student["regraded"],
+            "prev": at - 1 if at > 0 else None,
+            "next": at + 1 if at + 1 < len(order) else None,
+        }
 
     def student_page(self, at: int) -> dict:
         rubric = self.book.rubric()
@@ -280,14 +349,31 @@ class View:
         student = self.book.student(sid)
         scores, vetoes = self.book.scores(student=sid), self.book.vetoes(student=sid)
         ctx = self.context()
-        parts = [{"part": p, "answer": self.answer(student, p["id"]), "score": scores.get((sid, p["id"]))}
-                 for p in rubric["parts"] if p.get("kind") == "manual"]
+        parts = [
+            {
+                "part": p,
+                "answer": self.answer(student, p["id"]),
+                "score": scores.get((sid, p["id"])),
+            }
+            for p in rubric["parts"]
+            if p.get("kind") == "manual"
+        ]
         s = standing(rubric, student, scores, vetoes)
-        return {"at": at, "count": len(order), "who": self.who(at, sid, name), "student": student, "parts": parts,
-                "lines": code_lines(student["auto"]), "vetoes": vetoes, "sid": sid,
-                "proposed": proposals(rubric, student["auto"], ctx["w"]), "result": s.result,
-                "result_text": result_text(s.result), "prev": at - 1 if at > 0 else None,
-                "next": at + 1 if at + 1 < len(order) else None}
+        return {
+            "at": at,
+            "count": len(order),
+            "who": self.who(at, sid, name),
+            "student": student,
+            "parts": parts,
+            "lines": code_lines(student["auto"]),
+            "vetoes": vetoes,
+            "sid": sid,
+            "proposed": proposals(rubric, student["auto"], ctx["w"]),
+            "result": s.result,
+            "result_text": result_text(s.result),
+            "prev": at - 1 if at > 0 else None,
+            "next": at + 1 if at + 1 < len(order) else None,
+        }
 
     # --- saving ------------------------------------------------------------------------------
 
@@ -296,13 +382,16 @@ class View:
             saved = change()
         except Conflict as exc:
             current = exc.current
-            return make_response(jsonify({"conflict": True, "current": current,
-                                          "message": str(exc)}), 409)
+            return make_response(
+                jsonify({"conflict": True, "current": current, "message": str(exc)}), 409
+            )
         except (ReviewError, ValueError, TypeError) as exc:
             return make_response(jsonify({"error": str(exc)}), 400)
         sid = self.sid(data.get("at"))
         response = jsonify({"ok": True, "version": saved.version})
-        response.call_on_close(lambda: self.rewrite(sid))   # once the answer is sent: the save is committed
+        response.call_on_close(
+            lambda: self.rewrite(sid)
+        )  # once the answer is sent: the save is committed
         return response
 
     def rewrite_all(self) -> None:

@@ -15,13 +15,13 @@ import difflib
 import re
 from dataclasses import dataclass
 
-BLANK = "______"   # the blank as the exercise file holds it (generator/checker/shared/common.py)
+BLANK = "______"  # the blank as the exercise file holds it (generator/checker/shared/common.py)
 GUARD = re.compile(r"\bmask\s*=|^\s*assert\b")
 
 
 @dataclass(frozen=True)
 class Line:
-    kind: str          # same, fill, edit, removed
+    kind: str  # same, fill, edit, removed
     number: int | None  # the line's number in the submitted code (None for a removed line)
     text: str
 
@@ -35,11 +35,17 @@ def code_lines(auto: dict) -> list[Line]:
     fill = auto.get("fill")
     template = (auto.get("exercise") or "").splitlines()
     shown: list[Line] = []
-    matcher = difflib.SequenceMatcher(a=[t.strip() for t in template], b=[m.strip() for m in mine], autojunk=False)
+    matcher = difflib.SequenceMatcher(
+        a=[t.strip() for t in template], b=[m.strip() for m in mine], autojunk=False
+    )
     for op, a0, a1, b0, b1 in matcher.get_opcodes():
         if op in ("delete", "replace"):
-            shown += [Line("removed", None, template[i]) for i in range(a0, a1) if template[i].strip()
-                      and not (op == "replace" and _is_blank_line(template[i], fill, mine[b0:b1]))]
+            shown += [
+                Line("removed", None, template[i])
+                for i in range(a0, a1)
+                if template[i].strip()
+                and not (op == "replace" and _is_blank_line(template[i], fill, mine[b0:b1]))
+            ]
         for b in range(b0, b1):
             number = b + 1
             if number in edits:

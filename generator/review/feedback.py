@@ -25,16 +25,25 @@ def manual_markdown(rubric: dict, s: Standing) -> list[str]:
         if part.get("kind") != "manual":
             continue
         got = s.manual.get(part["id"])
-        shown = f"{number_text(got)} / {number_text(part['points'])}" if got is not None else w["feedback_not_yet"]
+        shown = (
+            f"{number_text(got)} / {number_text(part['points'])}"
+            if got is not None
+            else w["feedback_not_yet"]
+        )
         lines.append(f"- **{plain(localized(part['title'], locale, source))}**: {shown}")
         if s.comments.get(part["id"]):
             lines.append(f"  {plain(s.comments[part['id']])}")
     titles = {v["id"]: localized(v["title"], locale, source) for v in rubric.get("vetoes", [])}
-    lines += [f"- {plain(w['feedback_veto'].format(title=titles[v], reason=reason))}" for v, reason in s.vetoes.items()]
+    lines += [
+        f"- {plain(w['feedback_veto'].format(title=titles[v], reason=reason))}"
+        for v, reason in s.vetoes.items()
+    ]
     result = s.result
     if result["total"] is not None:
         verdict = w["pass"] if result["passed"] else w["fail"]
-        lines.append(f"- **{w['total']}**: {number_text(result['total'])} / {number_text(result['max'])} · {verdict}")
+        lines.append(
+            f"- **{w['total']}**: {number_text(result['total'])} / {number_text(result['max'])} · {verdict}"
+        )
     else:
         lines.append(f"- **{w['result']}**: {progress(w, result['graded'])}")
     return lines + [""]
@@ -43,20 +52,25 @@ def manual_markdown(rubric: dict, s: Standing) -> list[str]:
 def write_feedback(folder: Path, rubric: dict, s: Standing) -> None:
     base = s.student["auto"].get("feedback") or {}
     if not base.get("md"):
-        return   # grading wrote no page for this student
+        return  # grading wrote no page for this student
     markdown = base["md"].rstrip("\n") + "\n\n" + "\n".join(manual_markdown(rubric, s))
     slug, locale = s.student["slug"], s.student["locale"] or rubric["source_locale"]
     pages = Path(folder) / "feedback"
     write_text_atomically(pages / f"{slug}.md", markdown)
-    write_text_atomically(pages / f"{slug}.html", html_page(markdown, base.get("title") or slug, locale, TEMPLATES))
+    write_text_atomically(
+        pages / f"{slug}.html", html_page(markdown, base.get("title") or slug, locale, TEMPLATES)
+    )
 
 
 def write_student_feedback(book: Gradebook, sid: str) -> None:
     rubric = book.rubric()
     student = book.student(sid)
     if student is not None:
-        write_feedback(book.folder, rubric, standing(rubric, student, book.scores(student=sid),
-                                                     book.vetoes(student=sid)))
+        write_feedback(
+            book.folder,
+            rubric,
+            standing(rubric, student, book.scores(student=sid), book.vetoes(student=sid)),
+        )
 
 
 def write_all_feedback(folder: Path) -> None:

@@ -18,7 +18,16 @@ from generator.review.exports import csv_rows, number_text, uncell, write_grades
 from generator.review.feedback import write_student_feedback
 from generator.review.store import Gradebook, ReviewError, manual_points
 
-COLUMNS = ["student_id", "part", "answer", "answer_status", "points", "max_points", "comment", "version"]
+COLUMNS = [
+    "student_id",
+    "part",
+    "answer",
+    "answer_status",
+    "points",
+    "max_points",
+    "comment",
+    "version",
+]
 REQUIRED = ("student_id", "part", "points")
 
 
@@ -33,9 +42,18 @@ def export_sheet(folder: Path, out: Path) -> int:
             score = scores.get((student["id"], part))
             answer = student["answers"].get("parts", {}).get(part, {})
             status = answer.get("status", "absent")
-            rows.append([student["id"], part, answer.get("text", "") if status == "answered" else "", status,
-                         number_text(score.points) if score else "", limit, score.comment if score else "",
-                         score.version if score else 0])
+            rows.append(
+                [
+                    student["id"],
+                    part,
+                    answer.get("text", "") if status == "answered" else "",
+                    status,
+                    number_text(score.points) if score else "",
+                    limit,
+                    score.comment if score else "",
+                    score.version if score else 0,
+                ]
+            )
     write_text_atomically(out, csv_rows(rows, COLUMNS))
     return len(rows)
 
@@ -48,8 +66,9 @@ def import_sheet(folder: Path, sheet: Path, grader: str) -> int:
         text = sheet.read_text(encoding="utf-8-sig")
     except (OSError, UnicodeDecodeError) as exc:
         raise ReviewError(f"{sheet}: cannot read the sheet ({exc})") from exc
-    changes, problems = read_changes(text, str(sheet), {s["id"] for s in book.students()}, manual_points(rubric),
-                                     book.scores())
+    changes, problems = read_changes(
+        text, str(sheet), {s["id"] for s in book.students()}, manual_points(rubric), book.scores()
+    )
     if problems:
         raise ReviewError("the sheet was not imported (nothing written):\n" + "\n".join(problems))
     if changes:
@@ -65,7 +84,9 @@ def _records(text: str):
     commas, or by semicolons where the header has more of them (a spreadsheet of a locale whose
     decimal mark is the comma saves so)."""
     header = text.split("\n", 1)[0]
-    reader = csv.reader(io.StringIO(text), delimiter=";" if header.count(";") > header.count(",") else ",")
+    reader = csv.reader(
+        io.StringIO(text), delimiter=";" if header.count(";") > header.count(",") else ","
+    )
     start = 1
     for fields in reader:
         yield start, fields
@@ -85,7 +106,9 @@ def read_changes(text: str, name: str, students: set[str], limits: dict[str, flo
     at = {h: i for i, h in enumerate(header)}
     absent = [c for c in REQUIRED if c not in at]
     if absent:
-        return [], [f"{name}:1:1: the header lacks {', '.join(absent)} (expected {','.join(COLUMNS)})"]
+        return [], [
+            f"{name}:1:1: the header lacks {', '.join(absent)} (expected {','.join(COLUMNS)})"
+        ]
     for line, fields in records[1:]:
         if not any(f.strip() for f in fields):
             continue
@@ -136,12 +159,19 @@ class _Row:
         if text == "":
             return None
         try:
-            value = float(text.replace(",", ".")) if text.count(",") == 1 and "." not in text else float(text)
+            value = (
+                float(text.replace(",", "."))
+                if text.count(",") == 1 and "." not in text
+                else float(text)
+            )
         except ValueError:
             self.wrong("points", f"{text!r} is not a number")
             return None
         if not math.isfinite(value) or value < 0:
-            self.wrong("points", f"{text} is below 0" if math.isfinite(value) else f"{text!r} is not a number")
+            self.wrong(
+                "points",
+                f"{text} is below 0" if math.isfinite(value) else f"{text!r} is not a number",
+            )
         elif limit is not None and value > limit:
             self.wrong("points", f"{text} is above the part's {number_text(limit)}")
         return value
@@ -154,7 +184,10 @@ class _Row:
             self.wrong("version", f"{text!r} is not a version number")
             return None
         if int(text) != current:
-            self.wrong("version", f"the score was saved since this sheet was exported (version {text}, now "
-                                  f"{current}): export a new sheet")
+            self.wrong(
+                "version",
+                f"the score was saved since this sheet was exported (version {text}, now "
+                f"{current}): export a new sheet",
+            )
             return None
         return current

@@ -47,7 +47,9 @@ class Conflict(ReviewError):
     """Someone saved this part since the version the change was made from."""
 
     def __init__(self, current: dict):
-        super().__init__(f"changed by {current.get('grader') or 'someone'} since (now version {current['version']})")
+        super().__init__(
+            f"changed by {current.get('grader') or 'someone'} since (now version {current['version']})"
+        )
         self.current = current
 
 
@@ -80,7 +82,9 @@ class Gradebook:
         db = sqlite3.connect(self.path, timeout=30, isolation_level=None)
         try:
             db.execute("PRAGMA journal_mode=WAL")
-            db.execute("PRAGMA synchronous=FULL")   # committed is on disk before the page hears "saved"
+            db.execute(
+                "PRAGMA synchronous=FULL"
+            )  # committed is on disk before the page hears "saved"
             if write:
                 db.execute("BEGIN IMMEDIATE")
                 try:
@@ -118,12 +122,16 @@ class Gradebook:
         """Every student in the grading's order: id, name, email, locale, slug, auto, answers,
         regraded; with detail, auto also holds the code, the exercise and the feedback page."""
         with self.connect() as db:
-            rows = db.execute(f"SELECT {_columns(detail)} FROM students ORDER BY position").fetchall()
+            rows = db.execute(
+                f"SELECT {_columns(detail)} FROM students ORDER BY position"
+            ).fetchall()
         return [_student(row, detail) for row in rows]
 
     def student(self, sid: str) -> dict | None:
         with self.connect() as db:
-            row = db.execute(f"SELECT {_columns(True)} FROM students WHERE id = ?", (sid,)).fetchone()
+            row = db.execute(
+                f"SELECT {_columns(True)} FROM students WHERE id = ?", (sid,)
+            ).fetchone()
         return _student(row, True) if row else None
 
     def roster(self) -> list[tuple[str, str]]:
@@ -135,29 +143,40 @@ class Gradebook:
         with self.connect() as db:
             return {r[0] for r in db.execute("SELECT id FROM students WHERE regraded IS NOT NULL")}
 
-    def scores(self, part: str | None = None, student: str | None = None) -> dict[tuple[str, str], Score]:
+    def scores(
+        self, part: str | None = None, student: str | None = None
+    ) -> dict[tuple[str, str], Score]:
         where, args = _where(("part", part), ("student", student))
         with self.connect() as db:
-            rows = db.execute(f"SELECT student, part, points, comment, version, grader, updated FROM scores{where}",
-                              args).fetchall()
+            rows = db.execute(
+                f"SELECT student, part, points, comment, version, grader, updated FROM scores{where}",
+                args,
+            ).fetchall()
         return {(r[0], r[1]): Score(*r[2:]) for r in rows}
 
     def vetoes(self, student: str | None = None) -> dict[tuple[str, str], Veto]:
         where, args = _where(("student", student))
         with self.connect() as db:
-            rows = db.execute(f"SELECT student, veto, active, reason, version, grader, updated FROM vetoes{where}",
-                              args).fetchall()
+            rows = db.execute(
+                f"SELECT student, veto, active, reason, version, grader, updated FROM vetoes{where}",
+                args,
+            ).fetchall()
         return {(r[0], r[1]): Veto(bool(r[2]), *r[3:]) for r in rows}
 
     def log(self) -> list[dict]:
         with self.connect() as db:
-            rows = db.execute("SELECT at, who, what, student, item, before, after FROM log ORDER BY id").fetchall()
-        return [dict(zip(("at", "who", "what", "student", "item", "before", "after"), r)) for r in rows]
+            rows = db.execute(
+                "SELECT at, who, what, student, item, before, after FROM log ORDER BY id"
+            ).fetchall()
+        return [
+            dict(zip(("at", "who", "what", "student", "item", "before", "after"), r)) for r in rows
+        ]
 
     # --- writing -------------------------------------------------------------------------------
 
-    def set_score(self, student: str, part: str, points: float | None, comment: str, version: int,
-                  grader: str) -> Score:
+    def set_score(
+        self, student: str, part: str, points: float | None, comment: str, version: int, grader: str
+    ) -> Score:
         """Save one part's score and comment, made from `version` (0: never saved)."""
         rubric = self.rubric()
         limit = manual_points(rubric).get(part)
@@ -167,19 +186,36 @@ class Gradebook:
             raise ReviewError(f"{part}: {points:g} points is outside 0..{limit:g}")
         with self.connect(write=True) as db:
             _known(db, student)
-            row = db.execute("SELECT points, comment, version, grader FROM scores WHERE student = ? AND part = ?",
-                             (student, part)).fetchone()
+            row = db.execute(
+                "SELECT points, comment, version, grader FROM scores WHERE student = ? AND part = ?",
+                (student, part),
+            ).fetchone()
             current = row[2] if row else 0
             if version != current:
-                raise Conflict({"points": row[0], "comment": row[1], "version": row[2], "grader": row[3]})
+                raise Conflict(
+                    {"points": row[0], "comment": row[1], "version": row[2], "grader": row[3]}
+                )
             now = time.time()
-            db.execute("INSERT OR REPLACE INTO scores VALUES (?, ?, ?, ?, ?, ?, ?)",
-                       (student, part, points, comment, current + 1, grader, now))
+            db.execute(
+                "INSERT OR REPLACE INTO scores VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (student, part, points, comment, current + 1, grader, now),
+            )
             before = {"points": row[0], "comment": row[1]} if row else None
-            _log(db, now, grader, "score", student, part, before, {"points": points, "comment": comment})
+            _log(
+                db,
+                now,
+                grader,
+                "score",
+                student,
+                part,
+                before,
+                {"points": points, "comment": comment},
+            )
         return Score(points, comment, current + 1, grader, now)
 
-    def set_veto(self, student: str, veto: str, active: bool, reason: str, version: int, grader: str) -> Veto:
+    def set_veto(
+        self, student: str, veto: str, active: bool, reason: str, version: int, grader: str
+    ) -> Veto:
         rubric = self.rubric()
         if veto not in {v["id"] for v in rubric.get("vetoes", [])}:
             raise ReviewError(f"{veto}: not a veto of {rubric.get('lesson')}")
@@ -187,33 +223,62 @@ class Gradebook:
             raise ReviewError(f"{veto}: a veto needs a reason")
         with self.connect(write=True) as db:
             _known(db, student)
-            row = db.execute("SELECT active, reason, version, grader FROM vetoes WHERE student = ? AND veto = ?",
-                             (student, veto)).fetchone()
+            row = db.execute(
+                "SELECT active, reason, version, grader FROM vetoes WHERE student = ? AND veto = ?",
+                (student, veto),
+            ).fetchone()
             current = row[2] if row else 0
             if version != current:
-                raise Conflict({"active": bool(row[0]), "reason": row[1], "version": row[2], "grader": row[3]})
+                raise Conflict(
+                    {"active": bool(row[0]), "reason": row[1], "version": row[2], "grader": row[3]}
+                )
             now = time.time()
-            db.execute("INSERT OR REPLACE INTO vetoes VALUES (?, ?, ?, ?, ?, ?, ?)",
-                       (student, veto, int(active), reason, current + 1, grader, now))
+            db.execute(
+                "INSERT OR REPLACE INTO vetoes VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (student, veto, int(active), reason, current + 1, grader, now),
+            )
             before = {"active": bool(row[0]), "reason": row[1]} if row else None
-            _log(db, now, grader, "veto", student, veto, before, {"active": active, "reason": reason})
+            _log(
+                db, now, grader, "veto", student, veto, before, {"active": active, "reason": reason}
+            )
         return Veto(active, reason, current + 1, grader, now)
 
-    def set_scores(self, changes: list[tuple[str, str, float | None, str, int]], grader: str) -> int:
+    def set_scores(
+        self, changes: list[tuple[str, str, float | None, str, int]], grader: str
+    ) -> int:
         """Several (student, part, points, comment, version) in one transaction: all or none."""
         with self.connect(write=True) as db:
             now = time.time()
             for student, part, points, comment, version in changes:
-                row = db.execute("SELECT points, comment, version, grader FROM scores WHERE student = ? AND part = ?",
-                                 (student, part)).fetchone()
+                row = db.execute(
+                    "SELECT points, comment, version, grader FROM scores WHERE student = ? AND part = ?",
+                    (student, part),
+                ).fetchone()
                 current = row[2] if row else 0
                 if version != current:
-                    raise Conflict({"student": student, "part": part, "version": current,
-                                    "grader": row[3] if row else ""})
-                db.execute("INSERT OR REPLACE INTO scores VALUES (?, ?, ?, ?, ?, ?, ?)",
-                           (student, part, points, comment, current + 1, grader, now))
+                    raise Conflict(
+                        {
+                            "student": student,
+                            "part": part,
+                            "version": current,
+                            "grader": row[3] if row else "",
+                        }
+                    )
+                db.execute(
+                    "INSERT OR REPLACE INTO scores VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    (student, part, points, comment, current + 1, grader, now),
+                )
                 before = {"points": row[0], "comment": row[1]} if row else None
-                _log(db, now, grader, "sheet", student, part, before, {"points": points, "comment": comment})
+                _log(
+                    db,
+                    now,
+                    grader,
+                    "sheet",
+                    student,
+                    part,
+                    before,
+                    {"points": points, "comment": comment},
+                )
         return len(changes)
 
 
@@ -229,8 +294,16 @@ def _student(row, detail: bool = False) -> dict:
     auto = json.loads(row[5])
     if detail:
         auto.update(json.loads(row[8]))
-    return {"id": row[0], "name": row[1], "email": row[2], "locale": row[3], "slug": row[4], "auto": auto,
-            "answers": json.loads(row[6]), "regraded": json.loads(row[7]) if row[7] else None}
+    return {
+        "id": row[0],
+        "name": row[1],
+        "email": row[2],
+        "locale": row[3],
+        "slug": row[4],
+        "auto": auto,
+        "answers": json.loads(row[6]),
+        "regraded": json.loads(row[7]) if row[7] else None,
+    }
 
 
 def _where(*pairs: tuple[str, str | None]) -> tuple[str, list]:
@@ -245,7 +318,18 @@ def _known(db: sqlite3.Connection, student: str) -> None:
         raise ReviewError(f"{student}: no such student in this grading")
 
 
-def _log(db: sqlite3.Connection, at: float, who: str, what: str, student: str, item: str, before, after) -> None:
-    db.execute("INSERT INTO log (at, who, what, student, item, before, after) VALUES (?, ?, ?, ?, ?, ?, ?)",
-               (at, who, what, student, item, None if before is None else json.dumps(before, ensure_ascii=False),
-                json.dumps(after, ensure_ascii=False)))
+def _log(
+    db: sqlite3.Connection, at: float, who: str, what: str, student: str, item: str, before, after
+) -> None:
+    db.execute(
+        "INSERT INTO log (at, who, what, student, item, before, after) VALUES (?, ?, ?, ?, ?, ?, ?)",
+        (
+            at,
+            who,
+            what,
+            student,
+            item,
+            None if before is None else json.dumps(before, ensure_ascii=False),
+            json.dumps(after, ensure_ascii=False),
+        ),
+    )

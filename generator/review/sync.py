@@ -21,7 +21,13 @@ from generator.files.cache import write_text_atomically
 from generator.review.store import FILE, Gradebook, ReviewError
 
 AUTO = "auto.json"
-DETAIL = ("code", "fill", "edits", "exercise", "output")   # kept apart: only the code view reads them
+DETAIL = (
+    "code",
+    "fill",
+    "edits",
+    "exercise",
+    "output",
+)  # kept apart: only the code view reads them
 REGRADE = "regrade.md"
 
 
@@ -66,23 +72,43 @@ def sync(folder: Path) -> list[dict]:
     with book.connect(write=True) as db:
         first = db.execute("SELECT COUNT(*) FROM students").fetchone()[0] == 0
         old = {sid: json.loads(a) for sid, a in db.execute("SELECT id, auto FROM students")}
-        for key, value in (("rubric", rubric), ("lesson", auto.get("lesson", rubric.get("lesson"))),
-                           ("grades_csv", _text(folder / "grades.csv"))):
-            db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, json.dumps(value, ensure_ascii=False)))
+        for key, value in (
+            ("rubric", rubric),
+            ("lesson", auto.get("lesson", rubric.get("lesson"))),
+            ("grades_csv", _text(folder / "grades.csv")),
+        ):
+            db.execute(
+                "INSERT OR REPLACE INTO meta VALUES (?, ?)",
+                (key, json.dumps(value, ensure_ascii=False)),
+            )
         db.execute("DELETE FROM students")
         for position, student in enumerate(auto["students"]):
             sid = student["id"]
             change = None if first or sid not in old else difference(old[sid], student)
             if change:
                 changed.append({"student": sid, **change})
-            base = {"md": _text(feedback / f"{student['slug']}.md"), "title": _title(feedback / f"{student['slug']}.html")}
+            base = {
+                "md": _text(feedback / f"{student['slug']}.md"),
+                "title": _title(feedback / f"{student['slug']}.html"),
+            }
             detail = {key: student.get(key) for key in DETAIL}
             detail["feedback"] = base
             small = {key: value for key, value in student.items() if key not in DETAIL}
-            db.execute("INSERT INTO students VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                       (sid, position, student.get("name", ""), student.get("email", ""), student.get("locale", ""),
-                        student["slug"], _dumps(small), _dumps(detail), _dumps(answers.get(sid, {})),
-                        _dumps(change) if change else None))
+            db.execute(
+                "INSERT INTO students VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    sid,
+                    position,
+                    student.get("name", ""),
+                    student.get("email", ""),
+                    student.get("locale", ""),
+                    student["slug"],
+                    _dumps(small),
+                    _dumps(detail),
+                    _dumps(answers.get(sid, {})),
+                    _dumps(change) if change else None,
+                ),
+            )
     return changed
 
 
@@ -92,8 +118,11 @@ def _dumps(value) -> str:
 
 def summary(auto: dict) -> dict:
     """What a regrade compares: status, points per group, each case's status."""
-    return {"status": auto.get("status"), "points": auto.get("points"),
-            "cases": {c["id"]: c["status"] for c in auto.get("cases") or []}}
+    return {
+        "status": auto.get("status"),
+        "points": auto.get("points"),
+        "cases": {c["id"]: c["status"] for c in auto.get("cases") or []},
+    }
 
 
 def difference(old: dict, new: dict) -> dict | None:
@@ -101,8 +130,11 @@ def difference(old: dict, new: dict) -> dict | None:
     if before == after:
         return None
     cases = sorted(set(before["cases"]) | set(after["cases"]))
-    moved = [f"{c}: {before['cases'].get(c, '-')} -> {after['cases'].get(c, '-')}" for c in cases
-             if before["cases"].get(c) != after["cases"].get(c)]
+    moved = [
+        f"{c}: {before['cases'].get(c, '-')} -> {after['cases'].get(c, '-')}"
+        for c in cases
+        if before["cases"].get(c) != after["cases"].get(c)
+    ]
     return {"before": _shown(before), "after": _shown(after), "cases": moved}
 
 
@@ -112,12 +144,18 @@ def _shown(summary: dict) -> str:
 
 
 def regrade_markdown(lesson: str, changed: list[dict]) -> str:
-    lines = [f"# Regrade: {lesson}", "",
-             f"{len(changed)} student(s) whose automatic result changed; their manual scores are kept.", ""]
+    lines = [
+        f"# Regrade: {lesson}",
+        "",
+        f"{len(changed)} student(s) whose automatic result changed; their manual scores are kept.",
+        "",
+    ]
     if changed:
         lines += ["| student | before | after | cases |", "|---|---|---|---|"]
-        lines += [f"| {_cell(c['student'])} | {c['before']} | {c['after']} | {_cell('; '.join(c['cases']))} |"
-                  for c in changed]
+        lines += [
+            f"| {_cell(c['student'])} | {c['before']} | {c['after']} | {_cell('; '.join(c['cases']))} |"
+            for c in changed
+        ]
         lines.append("")
     return "\n".join(lines)
 
@@ -136,6 +174,7 @@ def _text(path: Path) -> str:
 def _title(path: Path) -> str:
     import html
     import re
+
     found = re.search(r"<title>(.*?)</title>", _text(path), re.S)
     return html.unescape(found.group(1)) if found else ""
 

@@ -12,24 +12,26 @@ from generator.errors import CoursepackError
 # gc is off while torch imports, and the process ends without the interpreter's teardown: no
 # collection passes over torch's objects, a third of this process's time (1.2 of 4 s on the 2-core
 # CI machine). (A normal exit after gc.freeze() would have nanobind report Triton's types as leaked.)
-PROBE_SCRIPT = ("import gc; gc.disable(); import json, os, sys, torch, triton; g = torch.cuda.is_available();"
-                "print(json.dumps({'torch': torch.__version__, 'triton': triton.__version__,"
-                "'python': sys.version.split()[0], 'cuda': g,"
-                "'device': torch.cuda.get_device_name(0) if g else 'CPU'}), flush=True); os._exit(0)")
+PROBE_SCRIPT = (
+    "import gc; gc.disable(); import json, os, sys, torch, triton; g = torch.cuda.is_available();"
+    "print(json.dumps({'torch': torch.__version__, 'triton': triton.__version__,"
+    "'python': sys.version.split()[0], 'cuda': g,"
+    "'device': torch.cuda.get_device_name(0) if g else 'CPU'}), flush=True); os._exit(0)"
+)
 
 
 @dataclass(frozen=True)
 class Task:
-    name: str            # the lesson id
-    folder: Path         # the working directory
-    argv: list[str]      # "{python}" stands for the runner's Python
+    name: str  # the lesson id
+    folder: Path  # the working directory
+    argv: list[str]  # "{python}" stands for the runner's Python
     timeout_s: float
 
 
 @dataclass
 class TaskResult:
     name: str
-    state: str           # COMPLETED, FAILED, TIMEOUT (Slurm adds its own states)
+    state: str  # COMPLETED, FAILED, TIMEOUT (Slurm adds its own states)
     returncode: int | None
     stdout: str
     stderr: str

@@ -12,23 +12,36 @@ from generator.runners.options import RunnerOptions
 from generator.runners.slurm import SlurmSettings, SlurmVerifier
 
 
-def make_runner(options: RunnerOptions, cache_dir: Path | None, probe_cache: Path | None = None,
-                progress: Callable[[str], None] = lambda _: None):
+def make_runner(
+    options: RunnerOptions,
+    cache_dir: Path | None,
+    probe_cache: Path | None = None,
+    progress: Callable[[str], None] = lambda _: None,
+):
     """The runner of options.runner (auto: cuda where torch sees a GPU, else the interpreter);
     cache_dir: Triton's cache for local runners; probe_cache: where auto's probe is kept."""
-    kind, python, template, slurm = options.runner, options.python, options.runner_command, options.slurm
+    kind, python, template, slurm = (
+        options.runner,
+        options.python,
+        options.runner_command,
+        options.slurm,
+    )
     if kind == "slurm":
         settings = slurm or SlurmSettings()
-        return SlurmVerifier(settings.model_copy(update={"python": python}) if python else settings, progress)
+        return SlurmVerifier(
+            settings.model_copy(update={"python": python}) if python else settings, progress
+        )
     python = python or ("python3" if kind == "command" else sys.executable)
     if kind == "auto":
         info = Runner("cuda", python).probe(Path.cwd(), probe_cache)
         kind = "cuda" if info["cuda"] else "interpreter"
     if kind == "command" and not template:
-        raise RunnerError("runner 'command' needs --runner-command, e.g. 'ssh gpu01 {shell_cmd}' "
-                          "or 'srun --gres=gpu:1 --chdir {cwd} {cmd}'")
+        raise RunnerError(
+            "runner 'command' needs --runner-command, e.g. 'ssh gpu01 {shell_cmd}' "
+            "or 'srun --gres=gpu:1 --chdir {cwd} {cmd}'"
+        )
     if kind not in ("cuda", "interpreter", "command"):
-        raise RunnerError(f"unknown runner '{kind}' (expected auto, cuda, interpreter, command or slurm)")
+        raise RunnerError(
+            f"unknown runner '{kind}' (expected auto, cuda, interpreter, command or slurm)"
+        )
     return Runner(kind, python, template or "", cache_dir=cache_dir)
-
-

@@ -29,8 +29,15 @@ _SERVERS: dict[str, "TaskServer"] = {}
 # Read when torch or triton is imported (the server's import serves every task): a change starts a
 # new server. Every other variable is the task's own (the child takes the environment of its request).
 # (Triton reads its own variables, TRITON_CACHE_DIR and TRITON_INTERPRET among them, when used.)
-IMPORT_TIME_ENV = ("PYTHONPATH", "LD_LIBRARY_PATH", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "CUDA_VISIBLE_DEVICES",
-                   "TORCH_HOME", "PYTORCH_NVML_BASED_CUDA_CHECK")
+IMPORT_TIME_ENV = (
+    "PYTHONPATH",
+    "LD_LIBRARY_PATH",
+    "OMP_NUM_THREADS",
+    "MKL_NUM_THREADS",
+    "CUDA_VISIBLE_DEVICES",
+    "TORCH_HOME",
+    "PYTORCH_NVML_BASED_CUDA_CHECK",
+)
 _SERVERS_LOCK = threading.Lock()
 
 
@@ -41,16 +48,23 @@ class TaskServer:
     builds); every request is answered, and a dead server makes run() return None (the caller
     then starts a process as before)."""
 
-    START_WAIT_S = 600   # for the server's import of torch (a cold disk) and the task's fork
+    START_WAIT_S = 600  # for the server's import of torch (a cold disk) and the task's fork
 
     def __init__(self, python: str, env: dict[str, str]):
         self.tmp = Path(tempfile.mkdtemp(prefix="coursepack-tasks-"))
         with open(self.tmp / "server.err", "wb") as errors:
-            self.process = subprocess.Popen([python, str(TASK_SERVER)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                            stderr=errors, env=env, text=True, bufsize=1)
+            self.process = subprocess.Popen(
+                [python, str(TASK_SERVER)],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=errors,
+                env=env,
+                text=True,
+                bufsize=1,
+            )
         self.events: dict[int, dict] = {}
         self.cond = threading.Condition()
-        self.writing = threading.Lock()   # one request line at a time from the runner's threads
+        self.writing = threading.Lock()  # one request line at a time from the runner's threads
         self.next_id = 0
         self.alive = True
         threading.Thread(target=self._read, daemon=True).start()
@@ -69,7 +83,9 @@ class TaskServer:
             self.alive = False
             self.cond.notify_all()
 
-    def run(self, argv: list[str], cwd: Path, timeout: float, env: dict[str, str]) -> RunResult | None:
+    def run(
+        self, argv: list[str], cwd: Path, timeout: float, env: dict[str, str]
+    ) -> RunResult | None:
         """The task's result; None if the server cannot run it (the caller starts a process). The
         timeout counts from the task's start, not from the server's own import of torch."""
         with self.cond:
@@ -77,8 +93,14 @@ class TaskServer:
                 return None
             task_id, self.next_id = self.next_id, self.next_id + 1
         out, err = self.tmp / f"{task_id}.out", self.tmp / f"{task_id}.err"
-        request = {"id": task_id, "cwd": str(Path(cwd).resolve()), "argv": argv, "env": env,
-                   "out": str(out), "err": str(err)}
+        request = {
+            "id": task_id,
+            "cwd": str(Path(cwd).resolve()),
+            "argv": argv,
+            "env": env,
+            "out": str(out),
+            "err": str(err),
+        }
         start = time.monotonic()
         try:
             with self.writing:
@@ -87,9 +109,10 @@ class TaskServer:
         except (OSError, ValueError):
             return None
         with self.cond:
-            if not self.cond.wait_for(lambda: "pid" in self.events.get(task_id, {}) or not self.alive,
-                                      self.START_WAIT_S):
-                self.alive = False   # never started: stop the server, so that the task never does
+            if not self.cond.wait_for(
+                lambda: "pid" in self.events.get(task_id, {}) or not self.alive, self.START_WAIT_S
+            ):
+                self.alive = False  # never started: stop the server, so that the task never does
                 self.process.kill()
             if "pid" not in self.events.get(task_id, {}):
                 self.events.pop(task_id, None)
@@ -100,13 +123,18 @@ class TaskServer:
                 if left > 0:
                     self.cond.wait(left)
                 elif timed_out:
-                    break   # killed, and still no word of its end
+                    break  # killed, and still no word of its end
                 else:
                     timed_out, deadline = True, time.monotonic() + 10
                     self._kill(self.events[task_id]["pid"])
             event = self.events.pop(task_id)
-        result = RunResult(124 if timed_out else event.get("exit", -9), _read_text(out), _read_text(err),
-                           time.monotonic() - start, timed_out)
+        result = RunResult(
+            124 if timed_out else event.get("exit", -9),
+            _read_text(out),
+            _read_text(err),
+            time.monotonic() - start,
+            timed_out,
+        )
         for path in (out, err):
             path.unlink(missing_ok=True)
         return result
@@ -153,29 +181,55 @@ class Runner:
     python: str = sys.executable
     template: str = ""
     timeout: float = 600.0
-    cache_dir: Path | None = None   # Triton's compile cache for local runs
+    cache_dir: Path | None = None  # Triton's compile cache for local runs
 
     @property
     def label(self) -> str:
-        return {"cuda": "local CUDA GPU", "interpreter": "Triton interpreter on the CPU",
-                "command": f"command runner ({self.template.split()[0] if self.template else '?'})"}[self.kind]
+        return {
+            "cuda": "local CUDA GPU",
+            "interpreter": "Triton interpreter on the CPU",
+            "command": f"command runner ({self.template.split()[0] if self.template else '?'})",
+        }[self.kind]
 
     def identity(self) -> str:
         return json.dumps([self.kind, self.python, self.template])
 
-    def run_tasks(self, tasks: list[Task], progress: Callable[[str], None] = lambda _: None,
-                  parallel: int = 1) -> list[TaskResult]:
+    def run_tasks(
+        self, tasks: list[Task], progress: Callable[[str], None] = lambda _: None, parallel: int = 1
+    ) -> list[TaskResult]:
         """Each task's command in its folder; up to `parallel` at once. A task's argv starts with
         "{python}": run() puts the runner's Python there."""
+
         def one(task: Task) -> TaskResult:
             if task.argv[:1] != ["{python}"]:
-                raise RunnerError(f"task {task.name}: its command must start with {{python}}: {task.argv}")
+                raise RunnerError(
+                    f"task {task.name}: its command must start with {{python}}: {task.argv}"
+                )
             result = self.run(task.argv[1:], task.folder, task.timeout_s)
-            state = "TIMEOUT" if result.timed_out else ("COMPLETED" if result.returncode == 0 else "FAILED")
-            detail = f"timed out after {task.timeout_s:.0f} s" if result.timed_out else (
-                "" if result.returncode == 0 else f"exit status {result.returncode}: {result.stderr.strip()[-600:]}")
-            return TaskResult(task.name, state, result.returncode, result.stdout, result.stderr, result.seconds,
-                              detail=detail)
+            state = (
+                "TIMEOUT"
+                if result.timed_out
+                else ("COMPLETED" if result.returncode == 0 else "FAILED")
+            )
+            detail = (
+                f"timed out after {task.timeout_s:.0f} s"
+                if result.timed_out
+                else (
+                    ""
+                    if result.returncode == 0
+                    else f"exit status {result.returncode}: {result.stderr.strip()[-600:]}"
+                )
+            )
+            return TaskResult(
+                task.name,
+                state,
+                result.returncode,
+                result.stdout,
+                result.stderr,
+                result.seconds,
+                detail=detail,
+            )
+
         with ThreadPoolExecutor(max_workers=max(1, parallel)) as pool:
             return list(pool.map(one, tasks))
 
@@ -193,8 +247,11 @@ class Runner:
         self._server(self._env())
 
     def _server(self, env: dict[str, str]) -> TaskServer | None:
-        if self.kind not in ("cuda", "interpreter") or not sys.platform.startswith("linux") \
-                or os.environ.get("COURSEPACK_NO_TASK_SERVER"):
+        if (
+            self.kind not in ("cuda", "interpreter")
+            or not sys.platform.startswith("linux")
+            or os.environ.get("COURSEPACK_NO_TASK_SERVER")
+        ):
             return None
         key = json.dumps([self.python, self.kind, [env.get(name) for name in IMPORT_TIME_ENV]])
         with _SERVERS_LOCK:
@@ -220,10 +277,20 @@ class Runner:
             shell = True
         start = time.monotonic()
         try:
-            done = subprocess.run(command, cwd=cwd, env=env, shell=shell, capture_output=True,
-                                  text=True, timeout=timeout or self.timeout, stdin=subprocess.DEVNULL)
+            done = subprocess.run(
+                command,
+                cwd=cwd,
+                env=env,
+                shell=shell,
+                capture_output=True,
+                text=True,
+                timeout=timeout or self.timeout,
+                stdin=subprocess.DEVNULL,
+            )
         except subprocess.TimeoutExpired as exc:
-            return RunResult(124, _text(exc.stdout), _text(exc.stderr), time.monotonic() - start, True)
+            return RunResult(
+                124, _text(exc.stdout), _text(exc.stderr), time.monotonic() - start, True
+            )
         except OSError as exc:
             raise RunnerError(f"cannot start the {self.kind} runner ({command!r}): {exc}") from exc
         return RunResult(done.returncode, done.stdout, done.stderr, time.monotonic() - start)
@@ -246,21 +313,33 @@ class Runner:
 
     def _install_stamp(self) -> str | None:
         """Where torch and triton are installed and when they changed, without importing them."""
-        script = ("import importlib.util as u, os, sys; s = [u.find_spec(m) for m in ('torch', 'triton')];"
-                  "print(repr([sys.executable] + [(x.origin, os.path.getmtime(x.origin)) for x in s if x]))")
+        script = (
+            "import importlib.util as u, os, sys; s = [u.find_spec(m) for m in ('torch', 'triton')];"
+            "print(repr([sys.executable] + [(x.origin, os.path.getmtime(x.origin)) for x in s if x]))"
+        )
         try:
-            done = subprocess.run([self.python, "-c", script], capture_output=True, text=True, timeout=60)
+            done = subprocess.run(
+                [self.python, "-c", script], capture_output=True, text=True, timeout=60
+            )
         except (OSError, subprocess.TimeoutExpired):
             return None
-        devices = sorted(p.name for p in Path("/dev").glob("nvidia*")) if Path("/dev").exists() else []
+        devices = (
+            sorted(p.name for p in Path("/dev").glob("nvidia*")) if Path("/dev").exists() else []
+        )
         visible = os.environ.get("CUDA_VISIBLE_DEVICES", "<unset>")
-        return json.dumps([self.kind, done.stdout.strip(), devices, visible]) if done.returncode == 0 else None
+        return (
+            json.dumps([self.kind, done.stdout.strip(), devices, visible])
+            if done.returncode == 0
+            else None
+        )
 
     def _probe(self, cwd: Path) -> dict:
         result = self.run(["-c", PROBE_SCRIPT], cwd, timeout=300)
         if result.returncode != 0:
-            raise RunnerError(f"the {self.kind} runner cannot import torch and triton with {self.python}:\n"
-                              + result.stderr.strip()[-800:])
+            raise RunnerError(
+                f"the {self.kind} runner cannot import torch and triton with {self.python}:\n"
+                + result.stderr.strip()[-800:]
+            )
         info = json.loads(result.stdout.strip().splitlines()[-1])
         if self.kind == "interpreter":
             info["device"] = "CPU (Triton interpreter)"
@@ -268,15 +347,20 @@ class Runner:
 
     def check_usable(self, info: dict) -> None:
         if self.kind == "cuda" and not info["cuda"]:
-            raise RunnerError("runner 'cuda' was chosen but torch sees no CUDA GPU (use --runner interpreter)")
+            raise RunnerError(
+                "runner 'cuda' was chosen but torch sees no CUDA GPU (use --runner interpreter)"
+            )
 
 
 def expand_template(template: str, cwd: Path, command: list[str]) -> str:
     """{cwd}: the folder; {cmd}: the command, for a local shell (srun, docker);
     {shell_cmd}: 'cd FOLDER && COMMAND' as one quoted word, for a remote shell (ssh HOST {shell_cmd})."""
     folder = shlex.quote(str(cwd))
-    return template.format(cwd=folder, cmd=shlex.join(command),
-                           shell_cmd=shlex.quote(f"cd {folder} && {shlex.join(command)}"))
+    return template.format(
+        cwd=folder,
+        cmd=shlex.join(command),
+        shell_cmd=shlex.quote(f"cd {folder} && {shlex.join(command)}"),
+    )
 
 
 def _text(value) -> str:

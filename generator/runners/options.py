@@ -11,8 +11,8 @@ from generator.runners.slurm import SlurmSettings
 
 @dataclass(kw_only=True)
 class RunnerOptions:
-    runner: str = "auto"                 # auto | cuda | interpreter | command | slurm
-    python: str | None = None            # the runner's Python (default: this one; python3 for command)
-    runner_command: str | None = None    # runner "command"'s template: 'ssh gpu01 {shell_cmd}', ...
-    slurm: SlurmSettings | None = None   # runner "slurm"'s settings (default: SlurmSettings())
-    jobs: int = field(default_factory=default_jobs)   # steps at once (the CPU count, at most 8)
+    runner: str = "auto"  # auto | cuda | interpreter | command | slurm
+    python: str | None = None  # the runner's Python (default: this one; python3 for command)
+    runner_command: str | None = None  # runner "command"'s template: 'ssh gpu01 {shell_cmd}', ...
+    slurm: SlurmSettings | None = None  # runner "slurm"'s settings (default: SlurmSettings())
+    jobs: int = field(default_factory=default_jobs)  # steps at once (the CPU count, at most 8)

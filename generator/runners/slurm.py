@@ -37,8 +37,19 @@ from generator.errors import CoursepackError, ProblemCollector
 from generator.files.yamlio import dotted, load_yaml
 
 DONE = {"COMPLETED"}
-TERMINAL = {"COMPLETED", "FAILED", "TIMEOUT", "CANCELLED", "OUT_OF_MEMORY", "NODE_FAIL", "PREEMPTED",
-            "BOOT_FAIL", "DEADLINE", "SPECIAL_EXIT", "REVOKED"}
+TERMINAL = {
+    "COMPLETED",
+    "FAILED",
+    "TIMEOUT",
+    "CANCELLED",
+    "OUT_OF_MEMORY",
+    "NODE_FAIL",
+    "PREEMPTED",
+    "BOOT_FAIL",
+    "DEADLINE",
+    "SPECIAL_EXIT",
+    "REVOKED",
+}
 RETRIED = {"NODE_FAIL", "PREEMPTED"}
 EXPLAIN = {
     "FAILED": "exited with status {rc}",
@@ -51,7 +62,7 @@ EXPLAIN = {
     "DEADLINE": "passed its deadline",
 }
 COMMAND_TIMEOUT_S = 30.0
-OUTPUT_LIMIT = 256 * 1024   # bytes read back from each end of a task's output files
+OUTPUT_LIMIT = 256 * 1024  # bytes read back from each end of a task's output files
 
 
 class SlurmError(CoursepackError):
@@ -66,33 +77,49 @@ class SlurmSettings(BaseModel):
     partition: Optional[str] = None
     account: Optional[str] = None
     qos: Optional[str] = None
-    time_limit: Optional[str] = Field(None, pattern=r"^(\d+-)?\d+(:\d+){0,2}$")  # Slurm's --time; default: from the tasks
-    gres: Optional[str] = "gpu:1"            # "" or null: no --gres
-    sbatch_args: list[str] = []              # passed to sbatch as they are, e.g. ["--mem=16G", "--constraint=h100"]
-    setup_lines: list[str] = []              # shell lines run first in each task, e.g. "module load cuda/12.4"
-    python: str = "python3"                  # the Python with torch and triton on the nodes
-    staging: Optional[Path] = None           # a folder the nodes share; task folders are copied there and back
-    max_retries: int = Field(2, ge=0, le=20)         # resubmissions after NODE_FAIL or PREEMPTED
-    pending_limit_s: float = Field(1800, gt=0)       # a task pending longer fails with Slurm's reason
-    poll_s: float = Field(5, gt=0)                   # squeue interval
-    max_running: Optional[int] = Field(None, ge=1)   # array throttle (--array=...%N)
+    time_limit: Optional[str] = Field(
+        None, pattern=r"^(\d+-)?\d+(:\d+){0,2}$"
+    )  # Slurm's --time; default: from the tasks
+    gres: Optional[str] = "gpu:1"  # "" or null: no --gres
+    sbatch_args: list[
+        str
+    ] = []  # passed to sbatch as they are, e.g. ["--mem=16G", "--constraint=h100"]
+    setup_lines: list[str] = []  # shell lines run first in each task, e.g. "module load cuda/12.4"
+    python: str = "python3"  # the Python with torch and triton on the nodes
+    staging: Optional[Path] = (
+        None  # a folder the nodes share; task folders are copied there and back
+    )
+    max_retries: int = Field(2, ge=0, le=20)  # resubmissions after NODE_FAIL or PREEMPTED
+    pending_limit_s: float = Field(1800, gt=0)  # a task pending longer fails with Slurm's reason
+    poll_s: float = Field(5, gt=0)  # squeue interval
+    max_running: Optional[int] = Field(None, ge=1)  # array throttle (--array=...%N)
     job_name: str = Field("coursepack", pattern=r"^[A-Za-z0-9_.-]+$")
-    unreachable_s: float = Field(120, gt=0)          # how long a build waits out a controller that stopped answering
+    unreachable_s: float = Field(
+        120, gt=0
+    )  # how long a build waits out a controller that stopped answering
 
     @field_validator("staging", mode="before")
     @classmethod
     def _expand(cls, value):
-        return Path(os.path.expanduser(os.path.expandvars(str(value)))) if value not in (None, "") else None
+        return (
+            Path(os.path.expanduser(os.path.expandvars(str(value))))
+            if value not in (None, "")
+            else None
+        )
 
 
-def load_settings(path: Path | None, overrides: dict, options: dict[str, str] | None = None) -> SlurmSettings:
+def load_settings(
+    path: Path | None, overrides: dict, options: dict[str, str] | None = None
+) -> SlurmSettings:
     """The settings file (YAML; optional) with command-line overrides (None values are ignored).
     Every mistake is reported at once, as file:line:col, or as the command-line option (options:
     setting -> option name; default --slurm-SETTING)."""
     problems = ProblemCollector(Path.cwd())
     doc = load_yaml(path, problems) if path is not None else None
     if doc is not None and not isinstance(doc.data, dict):
-        problems.add(doc.path, "expected a mapping of settings (partition: gpu, ...)", line=1, column=1)
+        problems.add(
+            doc.path, "expected a mapping of settings (partition: gpu, ...)", line=1, column=1
+        )
     problems.raise_if_any()
     given = {key: value for key, value in overrides.items() if value is not None}
     try:
@@ -102,7 +129,9 @@ def load_settings(path: Path | None, overrides: dict, options: dict[str, str] | 
             key = error["loc"][0] if error["loc"] else ""
             message = _message(error)
             if key in given:
-                problems.add(Path("command line"), message, (options or {}).get(key, f"--slurm-{key}"))
+                problems.add(
+                    Path("command line"), message, (options or {}).get(key, f"--slurm-{key}")
+                )
             elif doc is not None:
                 where = tuple(error["loc"][:2]) if error["type"] != "extra_forbidden" else (key,)
                 line, column = doc.position(where, of_key=error["type"] == "extra_forbidden")
@@ -111,8 +140,10 @@ def load_settings(path: Path | None, overrides: dict, options: dict[str, str] | 
         raise
 
 
-PATTERNS = {"time_limit": "a Slurm time: minutes, minutes:seconds, hours:minutes:seconds, days-hours[:minutes[:seconds]]",
-            "job_name": "letters, digits, '_', '.' and '-' only"}
+PATTERNS = {
+    "time_limit": "a Slurm time: minutes, minutes:seconds, hours:minutes:seconds, days-hours[:minutes[:seconds]]",
+    "job_name": "letters, digits, '_', '.' and '-' only",
+}
 
 
 def _message(error: dict) -> str:
@@ -125,30 +156,37 @@ def _message(error: dict) -> str:
 
 # ---- tasks and results ----------------------------------------------------------------------
 
+
 @dataclass
 class _Track:
     """One task as this side follows it."""
 
     index: int
     task: Task
-    folder: Path                   # where it runs (the staged copy, or the task's own folder)
+    folder: Path  # where it runs (the staged copy, or the task's own folder)
     job_id: str = ""
     state: str = "SUBMITTING"
     reason: str = ""
     node: str = ""
     attempts: int = 0
     submitted: float = 0.0
-    limit: str = ""                # --time of the current attempt
+    limit: str = ""  # --time of the current attempt
     started: float | None = None
     result: TaskResult | None = None
-    history: list[str] = field(default_factory=list)   # states of earlier attempts, for the detail
+    history: list[str] = field(default_factory=list)  # states of earlier attempts, for the detail
 
 
 # ---- the runner -----------------------------------------------------------------------------
 
+
 class SlurmRunner:
-    def __init__(self, settings: SlurmSettings, progress: Callable[[str], None],
-                 tty: bool | None = None, stream=None):
+    def __init__(
+        self,
+        settings: SlurmSettings,
+        progress: Callable[[str], None],
+        tty: bool | None = None,
+        stream=None,
+    ):
         self.settings = settings
         self.progress = progress
         self.stream = stream or sys.stderr
@@ -159,12 +197,18 @@ class SlurmRunner:
 
     # -- talking to Slurm --
 
-    def _call(self, argv: list[str], timeout: float = COMMAND_TIMEOUT_S) -> subprocess.CompletedProcess:
+    def _call(
+        self, argv: list[str], timeout: float = COMMAND_TIMEOUT_S
+    ) -> subprocess.CompletedProcess:
         try:
-            return subprocess.run(argv, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)
+            return subprocess.run(
+                argv, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL
+            )
         except FileNotFoundError as exc:
-            raise SlurmError(f"'{argv[0]}' is not on PATH: --runner slurm runs where Slurm's commands "
-                             "(sbatch, squeue, scontrol, scancel) are, e.g. a login node") from exc
+            raise SlurmError(
+                f"'{argv[0]}' is not on PATH: --runner slurm runs where Slurm's commands "
+                "(sbatch, squeue, scontrol, scancel) are, e.g. a login node"
+            ) from exc
         except subprocess.TimeoutExpired as exc:
             raise SlurmError(f"'{shlex.join(argv)}' did not answer within {timeout:.0f} s") from exc
 
@@ -174,8 +218,10 @@ class SlurmRunner:
         answer = (done.stdout + done.stderr).strip()
         if done.returncode != 0 or " is UP" not in answer:
             first = answer.splitlines()[0] if answer else f"exit status {done.returncode}"
-            raise SlurmError(f"the Slurm controller cannot be reached ({first}); "
-                             "check `scontrol ping` and SLURM_CONF, or ask the cluster's administrators")
+            raise SlurmError(
+                f"the Slurm controller cannot be reached ({first}); "
+                "check `scontrol ping` and SLURM_CONF, or ask the cluster's administrators"
+            )
 
     def run_tasks(self, tasks: list[Task]) -> list[TaskResult]:
         """Run every task as an element of one job array; wait; return the results in task order."""
@@ -186,7 +232,9 @@ class SlurmRunner:
         tracks: list[_Track] = []
         try:
             with _sigterm_raises():
-                tracks += [_Track(i, task, self._stage(jobdir, i, task)) for i, task in enumerate(tasks)]
+                tracks += [
+                    _Track(i, task, self._stage(jobdir, i, task)) for i, task in enumerate(tasks)
+                ]
                 script = self._write_script(jobdir, tracks)
                 self._submit(jobdir, script, tracks)
                 self._follow(jobdir, script, tracks)
@@ -204,7 +252,9 @@ class SlurmRunner:
         if self.settings.staging is not None:
             base = self.settings.staging.resolve()
         else:
-            base = Path(os.path.commonpath([str(t.folder.resolve().parent) for t in tasks]))   # beside, never inside, a task
+            base = Path(
+                os.path.commonpath([str(t.folder.resolve().parent) for t in tasks])
+            )  # beside, never inside, a task
         base.mkdir(parents=True, exist_ok=True)
         jobdir = Path(tempfile.mkdtemp(prefix=".coursepack-slurm-", dir=base))
         (jobdir / "logs").mkdir()
@@ -222,14 +272,26 @@ class SlurmRunner:
         return [part for arg in task.argv for part in (python if arg == "{python}" else [arg])]
 
     def _write_script(self, jobdir: Path, tracks: list[_Track]) -> Path:
-        cases = [f"{t.index}) cd {shlex.quote(str(t.folder))} && {shlex.join(self._argv(t.task))} ;;  "
-                 f"# {t.task.name}" for t in tracks]
-        lines = ["#!/bin/bash", "# coursepack: one array element per lesson x locale",
-                 f'tag={shlex.quote(str(jobdir / "logs"))}/"${{SLURM_ARRAY_JOB_ID}}_${{SLURM_ARRAY_TASK_ID}}"',
-                 'date +%s.%N > "$tag.start"', *self.settings.setup_lines,
-                 'case "$SLURM_ARRAY_TASK_ID" in', *cases,
-                 '*) echo "coursepack: no task $SLURM_ARRAY_TASK_ID in this job" >&2; false ;;', "esac",
-                 "rc=$?", 'echo "$rc $(date +%s.%N)" > "$tag.rc"', 'exit "$rc"', ""]
+        cases = [
+            f"{t.index}) cd {shlex.quote(str(t.folder))} && {shlex.join(self._argv(t.task))} ;;  "
+            f"# {t.task.name}"
+            for t in tracks
+        ]
+        lines = [
+            "#!/bin/bash",
+            "# coursepack: one array element per lesson x locale",
+            f'tag={shlex.quote(str(jobdir / "logs"))}/"${{SLURM_ARRAY_JOB_ID}}_${{SLURM_ARRAY_TASK_ID}}"',
+            'date +%s.%N > "$tag.start"',
+            *self.settings.setup_lines,
+            'case "$SLURM_ARRAY_TASK_ID" in',
+            *cases,
+            '*) echo "coursepack: no task $SLURM_ARRAY_TASK_ID in this job" >&2; false ;;',
+            "esac",
+            "rc=$?",
+            'echo "$rc $(date +%s.%N)" > "$tag.rc"',
+            'exit "$rc"',
+            "",
+        ]
         script = jobdir / "tasks.sh"
         script.write_text("\n".join(lines), encoding="utf-8")
         script.chmod(0o755)
@@ -244,25 +306,50 @@ class SlurmRunner:
 
     def _submit(self, jobdir: Path, script: Path, tracks: list[_Track]) -> None:
         s = self.settings
-        array = array_ranges([t.index for t in tracks]) + (f"%{s.max_running}" if s.max_running else "")
-        argv = ["sbatch", "--parsable", f"--array={array}", f"--job-name={s.job_name}", "--no-requeue",
-                f"--time={self._time_limit(tracks)}", f"--chdir={jobdir}",
-                f"--output={jobdir}/logs/%A_%a.out", f"--error={jobdir}/logs/%A_%a.err"]
-        for flag, value in (("partition", s.partition), ("account", s.account), ("qos", s.qos), ("gres", s.gres)):
+        array = array_ranges([t.index for t in tracks]) + (
+            f"%{s.max_running}" if s.max_running else ""
+        )
+        argv = [
+            "sbatch",
+            "--parsable",
+            f"--array={array}",
+            f"--job-name={s.job_name}",
+            "--no-requeue",
+            f"--time={self._time_limit(tracks)}",
+            f"--chdir={jobdir}",
+            f"--output={jobdir}/logs/%A_%a.out",
+            f"--error={jobdir}/logs/%A_%a.err",
+        ]
+        for flag, value in (
+            ("partition", s.partition),
+            ("account", s.account),
+            ("qos", s.qos),
+            ("gres", s.gres),
+        ):
             if value:
                 argv.append(f"--{flag}={value}")
         done = self._call([*argv, *s.sbatch_args, str(script)])
         job = done.stdout.strip().split(";")[0]
         if done.returncode != 0 or not job.isdigit():
-            raise SlurmError(f"sbatch refused the job: {(done.stderr or done.stdout).strip()}\n  command: {shlex.join(argv)}")
+            raise SlurmError(
+                f"sbatch refused the job: {(done.stderr or done.stdout).strip()}\n  command: {shlex.join(argv)}"
+            )
         self.job_ids.append(job)
         now = time.monotonic()
         for t in tracks:
-            t.job_id, t.state, t.reason, t.submitted, t.started = f"{job}_{t.index}", "PENDING", "", now, None
+            t.job_id, t.state, t.reason, t.submitted, t.started = (
+                f"{job}_{t.index}",
+                "PENDING",
+                "",
+                now,
+                None,
+            )
             t.limit = self._time_limit(tracks)
             t.attempts += 1
-        self._say(f"slurm: submitted job {job}: {len(tracks)} task{'s' * (len(tracks) != 1)} "
-                  f"(array {array}, --time={self._time_limit(tracks)}{', partition ' + s.partition if s.partition else ''})")
+        self._say(
+            f"slurm: submitted job {job}: {len(tracks)} task{'s' * (len(tracks) != 1)} "
+            f"(array {array}, --time={self._time_limit(tracks)}{', partition ' + s.partition if s.partition else ''})"
+        )
 
     def _follow(self, jobdir: Path, script: Path, tracks: list[_Track]) -> None:
         while True:
@@ -283,13 +370,23 @@ class SlurmRunner:
     def _squeue(self, jobs: list[str]) -> dict[str, tuple[str, str, str]] | None:
         """{"JOB_INDEX": (state, node, reason)} of every element Slurm still knows; None when the
         controller did not answer (tolerated for settings.unreachable_s)."""
-        done = self._call(["squeue", "--noheader", "--array", "--states=all", f"--jobs={','.join(jobs)}",
-                           "--format=%i|%T|%N|%r"])
+        done = self._call(
+            [
+                "squeue",
+                "--noheader",
+                "--array",
+                "--states=all",
+                f"--jobs={','.join(jobs)}",
+                "--format=%i|%T|%N|%r",
+            ]
+        )
         if done.returncode != 0 and "Invalid job id" not in done.stderr:
             now = time.monotonic()
             self._quiet_since = self._quiet_since or now
             if now - self._quiet_since > self.settings.unreachable_s:
-                raise SlurmError(f"squeue failed for {now - self._quiet_since:.0f} s: {done.stderr.strip()}")
+                raise SlurmError(
+                    f"squeue failed for {now - self._quiet_since:.0f} s: {done.stderr.strip()}"
+                )
             return None
         self._quiet_since = None
         rows = {}
@@ -300,8 +397,10 @@ class SlurmRunner:
                     rows[job_id] = (parts[1], parts[2], parts[3])
         return rows
 
-    def _update(self, jobdir: Path, t: _Track, row: tuple[str, str, str] | None, now: float) -> None:
-        if row is None:   # left the queue between two polls (MinJobAge), or cancelled while pending
+    def _update(
+        self, jobdir: Path, t: _Track, row: tuple[str, str, str] | None, now: float
+    ) -> None:
+        if row is None:  # left the queue between two polls (MinJobAge), or cancelled while pending
             self._vanished(jobdir, t, now)
             return
         t.state, node, reason = row
@@ -313,13 +412,19 @@ class SlurmRunner:
         if t.state == "PENDING" and now - t.submitted > self.settings.pending_limit_s:
             self._call(["scancel", t.job_id])
             t.state = "PENDING_TOO_LONG"
-            self._finish(jobdir, t, f"still pending after {now - t.submitted:.0f} s (pending_limit_s "
-                                    f"{self.settings.pending_limit_s:g}); Slurm's reason: {t.reason or 'none given'}; cancelled")
-        elif t.state in TERMINAL and not (t.state in RETRIED and t.attempts <= self.settings.max_retries):
+            self._finish(
+                jobdir,
+                t,
+                f"still pending after {now - t.submitted:.0f} s (pending_limit_s "
+                f"{self.settings.pending_limit_s:g}); Slurm's reason: {t.reason or 'none given'}; cancelled",
+            )
+        elif t.state in TERMINAL and not (
+            t.state in RETRIED and t.attempts <= self.settings.max_retries
+        ):
             self._finish(jobdir, t)
 
     def _vanished(self, jobdir: Path, t: _Track, now: float) -> None:
-        if now - t.submitted < 2 * self.settings.poll_s + 5:   # not listed yet
+        if now - t.submitted < 2 * self.settings.poll_s + 5:  # not listed yet
             return
         rc = _read_rc(jobdir / "logs" / f"{t.job_id}.rc")
         if rc is not None:
@@ -330,15 +435,23 @@ class SlurmRunner:
             self._finish(jobdir, t, "cancelled while pending (scancel, or an administrator)")
         else:
             last, t.state = t.state.lower(), "UNKNOWN"
-            self._finish(jobdir, t, f"left Slurm's queue while {last} without an exit status "
-                                    "(raise MinJobAge, or lower poll_s)")
+            self._finish(
+                jobdir,
+                t,
+                f"left Slurm's queue while {last} without an exit status "
+                "(raise MinJobAge, or lower poll_s)",
+            )
 
     def _resubmit(self, jobdir: Path, script: Path, retry: list[_Track]) -> None:
         for t in retry:
             t.history.append(f"{t.state} on {t.node or '?'} (job {t.job_id})")
-            self._say(f"slurm: {t.task.name}: {t.state} on {t.node or '?'} (job {t.job_id}); "
-                      f"resubmitting (attempt {t.attempts + 1} of {self.settings.max_retries + 1})")
-            if self.settings.staging is not None:   # a fresh copy: the failed attempt may have written to it
+            self._say(
+                f"slurm: {t.task.name}: {t.state} on {t.node or '?'} (job {t.job_id}); "
+                f"resubmitting (attempt {t.attempts + 1} of {self.settings.max_retries + 1})"
+            )
+            if (
+                self.settings.staging is not None
+            ):  # a fresh copy: the failed attempt may have written to it
                 shutil.rmtree(t.folder, ignore_errors=True)
                 shutil.copytree(t.task.folder, t.folder, symlinks=True)
         self._submit(jobdir, script, retry)
@@ -348,20 +461,35 @@ class SlurmRunner:
         rc = _read_rc(logs / f"{t.job_id}.rc")
         returncode = rc[0] if rc else (0 if t.state == "COMPLETED" else None)
         start = _read_float(logs / f"{t.job_id}.start")
-        seconds = (rc[1] - start) if rc and start else (time.monotonic() - t.started if t.started else 0.0)
+        seconds = (
+            (rc[1] - start)
+            if rc and start
+            else (time.monotonic() - t.started if t.started else 0.0)
+        )
         stdout, stderr = _tail(logs / f"{t.job_id}.out"), _tail(logs / f"{t.job_id}.err")
         if detail is None:
             detail = self._explain(t, returncode, stderr)
         if self.settings.staging is not None and t.folder.exists():
             shutil.copytree(t.folder, t.task.folder, symlinks=True, dirs_exist_ok=True)
-        t.result = TaskResult(t.task.name, t.state, returncode, stdout, stderr, round(max(seconds, 0.0), 2),
-                              t.job_id, t.attempts, detail)
+        t.result = TaskResult(
+            t.task.name,
+            t.state,
+            returncode,
+            stdout,
+            stderr,
+            round(max(seconds, 0.0), 2),
+            t.job_id,
+            t.attempts,
+            detail,
+        )
 
     def _explain(self, t: _Track, returncode: int | None, stderr: str) -> str:
         if t.state == "COMPLETED":
             return ""
         where = f"job {t.job_id}" + (f" on {t.node}" if t.node else "")
-        what = EXPLAIN.get(t.state, f"ended in state {t.state}").format(rc=returncode, limit=f"--time={t.limit}")
+        what = EXPLAIN.get(t.state, f"ended in state {t.state}").format(
+            rc=returncode, limit=f"--time={t.limit}"
+        )
         last = next((line.strip() for line in reversed(stderr.splitlines()) if line.strip()), "")
         if t.state == "FAILED" and last:
             what += f": {last[:200]}"
@@ -377,20 +505,27 @@ class SlurmRunner:
             ok, why = done.returncode == 0, done.stderr.strip()
         except SlurmError as exc:
             ok, why = False, str(exc)
-        self._say(f"slurm: cancelled job{'s' * (len(jobs) > 1)} {', '.join(jobs)}" if ok else
-                  f"slurm: could not cancel job(s) {', '.join(jobs)} ({why}); run: scancel {' '.join(jobs)}")
+        self._say(
+            f"slurm: cancelled job{'s' * (len(jobs) > 1)} {', '.join(jobs)}"
+            if ok
+            else f"slurm: could not cancel job(s) {', '.join(jobs)} ({why}); run: scancel {' '.join(jobs)}"
+        )
 
     # -- progress --
 
     def _show(self, tracks: list[_Track]) -> None:
         pending = [t for t in tracks if t.result is None and t.state in ("PENDING", "SUBMITTING")]
-        running = sum(1 for t in tracks if t.result is None and t.state not in ("PENDING", "SUBMITTING"))
+        running = sum(
+            1 for t in tracks if t.result is None and t.state not in ("PENDING", "SUBMITTING")
+        )
         done = sum(1 for t in tracks if t.result is not None and t.state in DONE)
         failed = sum(1 for t in tracks if t.result is not None and t.state not in DONE)
         oldest = min(pending, key=lambda t: t.submitted, default=None)
         why = f" ({oldest.reason})" if oldest is not None and oldest.reason else ""
-        line = (f"slurm job {','.join(self.job_ids)}: {len(pending)} pending{why}, {running} running, "
-                f"{done} done, {failed} failed of {len(tracks)}")
+        line = (
+            f"slurm job {','.join(self.job_ids)}: {len(pending)} pending{why}, {running} running, "
+            f"{done} done, {failed} failed of {len(tracks)}"
+        )
         if self.tty:
             width = shutil.get_terminal_size((100, 20)).columns - 1
             self.stream.write("\r" + line[:width] + "\x1b[K")
@@ -413,6 +548,7 @@ class SlurmRunner:
 
 
 # ---- helpers --------------------------------------------------------------------------------
+
 
 def array_ranges(indexes: list[int]) -> str:
     """[0, 1, 2, 5, 7, 8] -> '0-2,5,7-8' (sbatch --array syntax)."""
@@ -498,27 +634,39 @@ class SlurmVerifier:
         return f"Slurm cluster (partition {self.settings.partition or 'default'}, gres {self.settings.gres or 'none'})"
 
     def identity(self) -> str:
-        return json.dumps(["slurm", self.settings.model_dump(mode="json", exclude={"poll_s", "unreachable_s"})],
-                          sort_keys=True)
+        return json.dumps(
+            ["slurm", self.settings.model_dump(mode="json", exclude={"poll_s", "unreachable_s"})],
+            sort_keys=True,
+        )
 
     def probe(self, cwd: Path, cache: Path | None = None) -> dict:
         if cache is not None:
             try:
                 saved = json.loads(cache.read_text(encoding="utf-8"))
-                if saved.get("identity") == self.identity() and time.time() - saved["at"] < self.PROBE_TTL_S:
+                if (
+                    saved.get("identity") == self.identity()
+                    and time.time() - saved["at"] < self.PROBE_TTL_S
+                ):
                     return saved["info"]
             except (OSError, ValueError, KeyError):
                 pass
         folder = cwd / "work" / "slurm-probe"
         folder.mkdir(parents=True, exist_ok=True)
-        [result] = self.slurm.run_tasks([Task("probe", folder, ["{python}", "-c", PROBE_SCRIPT], 300)])
+        [result] = self.slurm.run_tasks(
+            [Task("probe", folder, ["{python}", "-c", PROBE_SCRIPT], 300)]
+        )
         if result.state != "COMPLETED":
-            raise RunnerError(f"the Slurm probe job ({result.job_id}) did not run torch and triton with "
-                              f"{self.python}: {result.state}: {result.detail or result.stderr.strip()[-600:]}")
+            raise RunnerError(
+                f"the Slurm probe job ({result.job_id}) did not run torch and triton with "
+                f"{self.python}: {result.state}: {result.detail or result.stderr.strip()[-600:]}"
+            )
         info = json.loads(result.stdout.strip().splitlines()[-1])
         if cache is not None:
             cache.parent.mkdir(parents=True, exist_ok=True)
-            cache.write_text(json.dumps({"identity": self.identity(), "at": time.time(), "info": info}), encoding="utf-8")
+            cache.write_text(
+                json.dumps({"identity": self.identity(), "at": time.time(), "info": info}),
+                encoding="utf-8",
+            )
         return info
 
     def check_usable(self, info: dict) -> None:
@@ -527,8 +675,9 @@ class SlurmVerifier:
     def warm_up(self) -> None:
         """Nothing to start ahead: the nodes import torch in their own jobs."""
 
-    def run_tasks(self, tasks: list[Task], progress: Callable[[str], None] = lambda _: None,
-                  parallel: int = 1) -> list[TaskResult]:
+    def run_tasks(
+        self, tasks: list[Task], progress: Callable[[str], None] = lambda _: None, parallel: int = 1
+    ) -> list[TaskResult]:
         return self.slurm.run_tasks(tasks)
 
     @property

@@ -22,6 +22,7 @@ waits for it before its first check; each worker copies the launchers before it 
 A job given a GPU (job["device"], as CUDA_VISIBLE_DEVICES names it) runs every worker on that one:
 a machine's GPUs are spread over its jobs.
 """
+
 import importlib.util
 import itertools
 import json
@@ -34,7 +35,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 FACTORY_WAIT_S = 600
-SEED_WAIT_S = 120   # the longest wait for the launchers being made meanwhile (job["seed_done"])
+SEED_WAIT_S = 120  # the longest wait for the launchers being made meanwhile (job["seed_done"])
 
 
 def load_checker(path):
@@ -67,8 +68,13 @@ def open_session(job, checker, spares):
             return None, "none", f"the sandbox cannot run on this runner: {why}"
         label = "bubblewrap"
     try:
-        session = checker.Session(job["interpreter"], label == "bubblewrap", checker=os.path.abspath(job["checker"]),
-                                  start_margin=job["start_margin"], spares=spares)
+        session = checker.Session(
+            job["interpreter"],
+            label == "bubblewrap",
+            checker=os.path.abspath(job["checker"]),
+            start_margin=job["start_margin"],
+            spares=spares,
+        )
     except checker.Refused as exc:
         return None, "none", str(exc)
     return session, label, ""
@@ -79,12 +85,19 @@ class Queue:
     first; each one only once it is claimed, so no unit runs twice."""
 
     def __init__(self, job, results):
-        self.lock, self.claims = threading.Lock(), Path(job["share"]["claims"]) if job.get("share") else None
+        self.lock, self.claims = (
+            threading.Lock(),
+            Path(job["share"]["claims"]) if job.get("share") else None,
+        )
         own = [u for u in job["units"] if not (results / f"{u['id']}.json").exists()]
-        theirs = [[dict(u, path=f"{folder}/{u['path']}") for u in reversed(_units_of(folder))]
-                  for folder in (job.get("share") or {}).get("jobs", [])]
+        theirs = [
+            [dict(u, path=f"{folder}/{u['path']}") for u in reversed(_units_of(folder))]
+            for folder in (job.get("share") or {}).get("jobs", [])
+        ]
         # the others' last units first, one job after the other: each is relieved of its end
-        self.units = own + [u for turn in itertools.zip_longest(*theirs) for u in turn if u is not None]
+        self.units = own + [
+            u for turn in itertools.zip_longest(*theirs) for u in turn if u is not None
+        ]
 
     def next(self):
         with self.lock:
@@ -123,10 +136,15 @@ def grade_unit(checker, session, unit, timeout, results):
     started, began = time.monotonic(), time.time()
     try:
         data = dict(checker.check_unit(unit, timeout, session), date=time.strftime("%Y-%m-%d"))
-    except Exception:   # the checker broke on this unit (a kernel's failures stay inside its workers)
-        data = {"status": "checker_error", "error": traceback.format_exc()[-4000:],
-                "seconds": round(time.monotonic() - started, 2)}
-    data["clock"] = [round(began, 3), round(time.time(), 3)]   # when it ran (grade_bench's timeline)
+    except (
+        Exception
+    ):  # the checker broke on this unit (a kernel's failures stay inside its workers)
+        data = {
+            "status": "checker_error",
+            "error": traceback.format_exc()[-4000:],
+            "seconds": round(time.monotonic() - started, 2),
+        }
+    data["clock"] = [round(began, 3), round(time.time(), 3)]  # when it ran (grade_bench's timeline)
     write_atomically(results / f"{unit['id']}.json", {"id": unit["id"], "data": data})
     return unit["id"]
 
@@ -141,22 +159,28 @@ def main():
     # the jobs that share this machine (share) each with their part of the cores for the cases
     together = 1 + len((job.get("share") or {}).get("jobs", []))
     cores = os.cpu_count() or 1
-    os.environ["COURSEPACK_CHILD_THREADS"] = str(max(1, cores // (together * max(1, int(job["jobs"])))))
-    if together > 1 and "torch" in sys.modules:   # forked from the task server: torch ran nothing yet
+    os.environ["COURSEPACK_CHILD_THREADS"] = str(
+        max(1, cores // (together * max(1, int(job["jobs"]))))
+    )
+    if (
+        together > 1 and "torch" in sys.modules
+    ):  # forked from the task server: torch ran nothing yet
         sys.modules["torch"].set_num_threads(max(1, cores // together))
-    if job.get("device") is not None:   # before the factory starts: its workers inherit it
+    if job.get("device") is not None:  # before the factory starts: its workers inherit it
         os.environ["CUDA_VISIBLE_DEVICES"] = str(job["device"])
     queue = Queue(job, results)
     jobs = max(1, int(job["jobs"]))
     spares = min(jobs, len(queue.units))
-    seed_done = job.get("seed_done")   # launchers being made while this job starts
+    seed_done = job.get("seed_done")  # launchers being made while this job starts
     session, label, refused = open_session(job, checker, spares)
     done = []
     if session is not None:
         # the factory's own start (a sandboxed one imports torch again) may take long on a loaded
         # machine: waited for once here, not within each unit's start margin
         session.factory.wait_ready(FACTORY_WAIT_S)
-        if seed_done:   # the spares start their CUDA meanwhile; each takes the launchers before it loads code
+        if (
+            seed_done
+        ):  # the spares start their CUDA meanwhile; each takes the launchers before it loads code
             wait_for(Path(seed_done), SEED_WAIT_S)
             session.factory.add_seed(checker.triton_cache_dir())
         session.hold_spares(spares)
@@ -167,16 +191,24 @@ def main():
                 # none is a CUDA context the GPU's driver made and ended for nothing
                 session.hold_spares(min(spares, queue.left()))
                 done.append(grade_unit(checker, session, unit, job["case_timeout"], results))
+
         with ThreadPoolExecutor(max_workers=jobs) as pool:
             for running in [pool.submit(drain) for _ in range(jobs)]:
                 running.result()
-    write_atomically(Path("result.json"), {"sandbox": label, "refused": refused, "graded": len(done),
-                                           "device": job.get("device"),
-                                           "seconds": round(time.monotonic() - started, 2),
-                                           "session": session.timing if session is not None else None})
+    write_atomically(
+        Path("result.json"),
+        {
+            "sandbox": label,
+            "refused": refused,
+            "graded": len(done),
+            "device": job.get("device"),
+            "seconds": round(time.monotonic() - started, 2),
+            "session": session.timing if session is not None else None,
+        },
+    )
     if session is not None:
-        session.close()   # the spares no check came for
-    checker.close_factories()   # the factory and its folders (os._exit below runs no atexit)
+        session.close()  # the spares no check came for
+    checker.close_factories()  # the factory and its folders (os._exit below runs no atexit)
     return 0
 
 
@@ -184,4 +216,4 @@ if __name__ == "__main__":
     code = main()
     sys.stdout.flush()
     sys.stderr.flush()
-    os._exit(code)   # without the teardown of torch's heap
+    os._exit(code)  # without the teardown of torch's heap

@@ -18,6 +18,7 @@ output in the files named.
 The server ends when stdin closes (the build's end, however it ends), and stops the tasks still
 running then. It ignores SIGINT: Ctrl-C in the build's terminal ends the build, which closes stdin.
 """
+
 import json
 import os
 import runpy
@@ -28,7 +29,7 @@ import time
 import traceback
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[3]))   # this checkout's generator package
+sys.path.insert(0, str(Path(__file__).resolve().parents[3]))  # this checkout's generator package
 from generator.checker.shared.common import leave  # noqa: E402
 
 _WRITE = threading.Lock()
@@ -44,21 +45,28 @@ def run_child(request):
     """In the forked child: become the task, then leave without returning to the server's code."""
     code = 1
     try:
-        signal.signal(signal.SIGINT, signal.default_int_handler)   # the server ignores it; the task must not
+        signal.signal(
+            signal.SIGINT, signal.default_int_handler
+        )  # the server ignores it; the task must not
         os.setpgrp()
-        for fd, name, flags in ((0, os.devnull, os.O_RDONLY), (1, request["out"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC),
-                                (2, request["err"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC)):
+        for fd, name, flags in (
+            (0, os.devnull, os.O_RDONLY),
+            (1, request["out"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC),
+            (2, request["err"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC),
+        ):
             opened = os.open(name, flags, 0o644)
             os.dup2(opened, fd)
             os.close(opened)
         sys.stdout = open(1, "w", encoding="utf-8", errors="replace", buffering=1, closefd=False)
-        sys.stderr = open(2, "w", encoding="utf-8", errors="backslashreplace", buffering=1, closefd=False)
+        sys.stderr = open(
+            2, "w", encoding="utf-8", errors="backslashreplace", buffering=1, closefd=False
+        )
         os.environ.clear()
         os.environ.update(request["env"])
         os.chdir(request["cwd"])
         script = os.path.abspath(request["argv"][0])
         sys.argv = [script, *request["argv"][1:]]
-        sys.path[0] = os.path.dirname(script)   # as `python script.py` would have it
+        sys.path[0] = os.path.dirname(script)  # as `python script.py` would have it
         try:
             runpy.run_path(script, run_name="__main__")
             code = 0
@@ -94,6 +102,7 @@ def main():
     # torch and triton imported as every checker path imports them (TRITON_INTERPRET decided
     # before triton), shared by every child; nothing here starts CUDA
     from generator.checker.shared.environment import prepare
+
     prepare(force_interpreter=os.environ.get("TRITON_INTERPRET") == "1")
     write({"ready": round(time.monotonic() - started, 3)})
     tasks, lock = {}, threading.Lock()
@@ -109,7 +118,7 @@ def main():
             tasks[pid] = request["id"]
         write({"id": request["id"], "pid": pid})
     with lock:
-        for pid in list(tasks):   # the build is over: nothing may outlive it
+        for pid in list(tasks):  # the build is over: nothing may outlive it
             try:
                 os.killpg(pid, signal.SIGKILL)
             except OSError:
@@ -121,4 +130,4 @@ if __name__ == "__main__":
     code = main()
     sys.stdout.flush()
     sys.stderr.flush()
-    os._exit(code)   # without the teardown of torch's heap; its children are stopped
+    os._exit(code)  # without the teardown of torch's heap; its children are stopped

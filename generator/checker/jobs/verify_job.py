@@ -17,6 +17,7 @@ once:
   notebook   each language's answer notebook: every code cell, in order, in an IPython shell (the
              interpreter a Jupyter kernel wraps) in a child of this process; the check cell included
 """
+
 import importlib.util
 import json
 import os
@@ -31,16 +32,32 @@ from pathlib import Path
 
 def run(command, cwd, timeout, env=None):
     start = time.monotonic()
-    env = env if env is not None else dict(os.environ, PYTHONUNBUFFERED="1", PYTHONDONTWRITEBYTECODE="1")
+    env = (
+        env
+        if env is not None
+        else dict(os.environ, PYTHONUNBUFFERED="1", PYTHONDONTWRITEBYTECODE="1")
+    )
     try:
-        done = subprocess.run(command, cwd=cwd, capture_output=True, text=True, timeout=timeout,
-                              stdin=subprocess.DEVNULL, env=env)
+        done = subprocess.run(
+            command,
+            cwd=cwd,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            stdin=subprocess.DEVNULL,
+            env=env,
+        )
         code, out, err, timed_out = done.returncode, done.stdout, done.stderr, False
     except subprocess.TimeoutExpired as exc:
         code, timed_out = 124, True
         out, err = _text(exc.stdout), _text(exc.stderr)
-    return {"returncode": code, "stdout": out[-20000:], "stderr": err[-4000:], "timed_out": timed_out,
-            "seconds": round(time.monotonic() - start, 2)}
+    return {
+        "returncode": code,
+        "stdout": out[-20000:],
+        "stderr": err[-4000:],
+        "timed_out": timed_out,
+        "seconds": round(time.monotonic() - start, 2),
+    }
 
 
 def _text(value):
@@ -50,8 +67,15 @@ def _text(value):
 
 
 # What a student's shell would not have: coursepack's and the runner's own settings.
-NOT_A_STUDENTS = ("TRITON_INTERPRET", "PYTORCH_NVML_BASED_CUDA_CHECK", "COURSEPACK_", "PYTHONDONTWRITEBYTECODE",
-                  "PYTHONUNBUFFERED", "IPYTHONDIR", "OMP_NUM_THREADS")
+NOT_A_STUDENTS = (
+    "TRITON_INTERPRET",
+    "PYTORCH_NVML_BASED_CUDA_CHECK",
+    "COURSEPACK_",
+    "PYTHONDONTWRITEBYTECODE",
+    "PYTHONUNBUFFERED",
+    "IPYTHONDIR",
+    "OMP_NUM_THREADS",
+)
 
 
 def student_env(**extra):
@@ -61,7 +85,7 @@ def student_env(**extra):
     return dict(env, **extra)
 
 
-CHECKER = None   # the pack's check.py, loaded as a module
+CHECKER = None  # the pack's check.py, loaded as a module
 
 
 def load_checker(path):
@@ -85,7 +109,9 @@ def open_session(job, checker):
     if job["sandbox"] == "on" and not sandbox:
         return None, label, f"the sandbox was asked for and cannot run here: {why}"
     try:
-        session = checker.Session(job["interpreter"], sandbox, checker=os.path.abspath(job["checker"]))
+        session = checker.Session(
+            job["interpreter"], sandbox, checker=os.path.abspath(job["checker"])
+        )
     except Exception:
         return None, label, traceback.format_exc()[-4000:]
     return session, label, ""
@@ -94,13 +120,22 @@ def open_session(job, checker):
 def batch(job, checker, opened):
     started = time.monotonic()
     session, label, why = opened
-    result = {"returncode": 0, "stdout": "", "stderr": why, "timed_out": False, "sandbox": label, "units": None}
+    result = {
+        "returncode": 0,
+        "stdout": "",
+        "stderr": why,
+        "timed_out": False,
+        "sandbox": label,
+        "units": None,
+    }
     if session is None:
         result["returncode"] = 1
     else:
         try:
-            result["units"] = checker.check_units(job["units"], job["jobs"], job["case_timeout"], session)
-        except Exception:   # the checker broke (not a kernel: those fail inside their own workers)
+            result["units"] = checker.check_units(
+                job["units"], job["jobs"], job["case_timeout"], session
+            )
+        except Exception:  # the checker broke (not a kernel: those fail inside their own workers)
             result.update(returncode=1, stderr=traceback.format_exc()[-4000:])
     result["seconds"] = round(time.monotonic() - started, 2)
     return result
@@ -117,8 +152,8 @@ def start_notebook(folder, context):
     """Fork the notebook's child now, while this process has no other thread: a fork copies the
     locks other threads hold (tempfile's, an import's) and the child would wait on them forever."""
     receive, send = context.Pipe(duplex=False)
-    process = context.Process(target=_notebook_child, args=(send, str(folder)))   # not daemonic: the
-    process.start()                                    # check cell starts children of its own
+    process = context.Process(target=_notebook_child, args=(send, str(folder)))  # not daemonic: the
+    process.start()  # check cell starts children of its own
     send.close()
     return process, receive, time.monotonic()
 
@@ -138,20 +173,30 @@ def notebook(started_notebook, timeout):
     _stop(process)
     receive.close()
     if report is None:
-        why = (f"timed out: the notebook did not finish within {timeout} s" if timed_out
-               else f"the notebook's process ended ({CHECKER.exit_text(process.exitcode)})")
+        why = (
+            f"timed out: the notebook did not finish within {timeout} s"
+            if timed_out
+            else f"the notebook's process ended ({CHECKER.exit_text(process.exitcode)})"
+        )
         report = {"ok": False, "stdout": "", "stderr": why}
     stdout = report["stdout"] + ("\nNOTEBOOK-OK\n" if report["ok"] else "")
-    return {"returncode": 0 if report["ok"] else (124 if timed_out else 1), "stdout": stdout[-20000:],
-            "stderr": report["stderr"][-4000:], "timed_out": timed_out, "seconds": round(time.monotonic() - started, 2)}
+    return {
+        "returncode": 0 if report["ok"] else (124 if timed_out else 1),
+        "stdout": stdout[-20000:],
+        "stderr": report["stderr"][-4000:],
+        "timed_out": timed_out,
+        "seconds": round(time.monotonic() - started, 2),
+    }
 
 
 def _notebook_child(send, folder):
     if hasattr(os, "setpgrp"):
-        os.setpgrp()   # a timeout stops the cells' own children too
+        os.setpgrp()  # a timeout stops the cells' own children too
     folder = os.path.abspath(folder)
     os.chdir(folder)
-    sys.path.insert(0, folder)   # as in a kernel started in the notebook's folder: `from check import ...`
+    sys.path.insert(
+        0, folder
+    )  # as in a kernel started in the notebook's folder: `from check import ...`
     report = {"ok": False, "stdout": "", "stderr": ""}
     try:
         report = execute_cells(json.loads(Path("lesson.ipynb").read_text(encoding="utf-8")))
@@ -170,10 +215,14 @@ def execute_cells(notebook):
         from IPython.utils.capture import capture_output
         from traitlets.config import Config
     except ImportError as exc:
-        return {"ok": False, "stdout": "", "stderr": f"IPython is needed to execute the notebook on the runner "
-                f"({exc}); install it there, or build with --no-notebook"}
+        return {
+            "ok": False,
+            "stdout": "",
+            "stderr": f"IPython is needed to execute the notebook on the runner "
+            f"({exc}); install it there, or build with --no-notebook",
+        }
     config = Config()
-    config.HistoryManager.enabled = False   # nothing written to ~/.ipython
+    config.HistoryManager.enabled = False  # nothing written to ~/.ipython
     shell = InteractiveShell.instance(config=config, colors="nocolor")
     checks = []
     code_cells = [c for c in notebook.get("cells", []) if c.get("cell_type") == "code"]
@@ -185,7 +234,11 @@ def execute_cells(notebook):
             checks.append(captured.stdout)
         if not result.success:
             where = f"code cell {number} of {len(code_cells)} raised:\n"
-            return {"ok": False, "stdout": "".join(checks), "stderr": where + captured.stdout + captured.stderr}
+            return {
+                "ok": False,
+                "stdout": "".join(checks),
+                "stderr": where + captured.stdout + captured.stderr,
+            }
     return {"ok": True, "stdout": "".join(checks), "stderr": ""}
 
 
@@ -205,33 +258,52 @@ def main():
     started = time.monotonic()
     checker = load_checker(job["checker"])
     # many workers at once, each with a small torch thread pool rather than one thread per core
-    os.environ["COURSEPACK_CHILD_THREADS"] = str(max(1, (os.cpu_count() or 1) // max(1, int(job["jobs"]))))
+    os.environ["COURSEPACK_CHILD_THREADS"] = str(
+        max(1, (os.cpu_count() or 1) // max(1, int(job["jobs"])))
+    )
     opened = open_session(job, checker)
     import multiprocessing
+
     context = multiprocessing.get_context("fork")
     if job["notebooks"]:
-        profile = Path("ipython").resolve()   # IPython's own folder, in the job folder: not the user's
+        profile = Path(
+            "ipython"
+        ).resolve()  # IPython's own folder, in the job folder: not the user's
         profile.mkdir(exist_ok=True)
         os.environ.setdefault("IPYTHONDIR", str(profile))
-        try:   # imported once here too, for every notebook child
+        try:  # imported once here too, for every notebook child
             import IPython.core.interactiveshell  # noqa: F401
         except ImportError:
-            pass   # each notebook step reports it
-    started_notebooks = {locale: start_notebook(folder, context) for locale, folder in job["notebooks"].items()}
+            pass  # each notebook step reports it
+    started_notebooks = {
+        locale: start_notebook(folder, context) for locale, folder in job["notebooks"].items()
+    }
     commands = [(f"answer/{locale}", folder, {}) for locale, folder in job["answers"].items()]
     commands += [(f"exercise/{locale}", folder, {}) for locale, folder in job["exercises"].items()]
-    commands += [(f"spawn/{locale}", folder, {"COURSEPACK_SPAWN": "1"}) for locale, folder in job["answers"].items()
-                 if locale in job["spawn_locales"]]
+    commands += [
+        (f"spawn/{locale}", folder, {"COURSEPACK_SPAWN": "1"})
+        for locale, folder in job["answers"].items()
+        if locale in job["spawn_locales"]
+    ]
     with ThreadPoolExecutor(max_workers=1 + len(commands) + len(job["notebooks"])) as pool:
         units = pool.submit(batch, job, checker, opened)
-        students = {name: pool.submit(student, folder, job["student_timeout"], **env) for name, folder, env in commands}
-        notebooks = {locale: pool.submit(notebook, begun, job["notebook_timeout"])
-                     for locale, begun in started_notebooks.items()}
-        result = {"batch": units.result(),
-                  "students": {name: f.result() for name, f in students.items()},
-                  "notebooks": {locale: f.result() for locale, f in notebooks.items()}}
+        students = {
+            name: pool.submit(student, folder, job["student_timeout"], **env)
+            for name, folder, env in commands
+        }
+        notebooks = {
+            locale: pool.submit(notebook, begun, job["notebook_timeout"])
+            for locale, begun in started_notebooks.items()
+        }
+        result = {
+            "batch": units.result(),
+            "students": {name: f.result() for name, f in students.items()},
+            "notebooks": {locale: f.result() for locale, f in notebooks.items()},
+        }
     result["seconds"] = round(time.monotonic() - started, 2)
-    Path("result.json").write_text(json.dumps(result, ensure_ascii=False, indent=1), encoding="utf-8")
+    Path("result.json").write_text(
+        json.dumps(result, ensure_ascii=False, indent=1), encoding="utf-8"
+    )
     return 0
 
 
@@ -239,4 +311,4 @@ if __name__ == "__main__":
     code = main()
     sys.stdout.flush()
     sys.stderr.flush()
-    os._exit(code)   # without the teardown of torch's heap (most of a second); nothing is left open
+    os._exit(code)  # without the teardown of torch's heap (most of a second); nothing is left open
