@@ -411,6 +411,12 @@ CORPUS = [
         True,
     ),
     (
+        "math_pandoc_reads_as_dollars",
+        replace(EN, "and $\\text{BLOCK} = 256$:", "and $\\text{BLOCK} = $ 256:"),
+        "Quarto (pandoc) reads as dollar signs",
+        True,
+    ),
+    (
         "source_lacks_a_message",
         replace("content/locales/zh-CN.yaml", "  in_call:", "  in_call_old:"),
         "lacks messages check.py shows: in_call",
