@@ -591,3 +591,50 @@ def test_a_sandboxed_worker_acts_on_no_other_process():
     assert {name: outcome[name] for name in refused} == {name: errno.EPERM for name in refused}, (
         outcome
     )
+
+
+def test_open_session_follows_each_jobs_sandbox_policy(monkeypatch):
+    """check.py's open_session, shared by verify_job.py ("fallback") and grade_job.py ("strict"):
+    each policy's labels and refusals, as the two jobs had them."""
+    from generator.checker import main
+
+    opened = []
+
+    class FakeSession:
+        def __init__(self, interpreter, sandbox, checker=None, **options):
+            if options.get("spares") == "refuse":
+                raise main.Refused("refused here")
+            if options.get("spares") == "break":
+                raise RuntimeError("broke")
+            opened.append((sandbox, options))
+
+    monkeypatch.setattr(main, "Session", FakeSession)
+    job = {"interpreter": True, "checker": "check.py"}
+
+    def run(policy, sandbox, problem, **options):
+        monkeypatch.setattr(main, "sandbox_problem", lambda: problem)
+        session, label, why = main.open_session(dict(job, sandbox=sandbox), policy, **options)
+        return session is not None, label, why
+
+    assert run("fallback", "auto", None) == (True, "bubblewrap", "")
+    assert run("fallback", "auto", "no bwrap") == (True, "none (no bwrap)", "")
+    assert run("fallback", "off", None) == (True, "none (turned off)", "")
+    assert run("fallback", "on", "no bwrap") == (
+        False,
+        "none (no bwrap)",
+        "the sandbox was asked for and cannot run here: no bwrap",
+    )
+    ok, label, why = run("fallback", "auto", None, spares="break")
+    assert (ok, label) == (False, "bubblewrap") and "RuntimeError: broke" in why
+    assert run("strict", "on", None, spares=2) == (True, "bubblewrap", "")
+    assert run("strict", "off", "no bwrap") == (True, "off", "")
+    assert run("strict", "auto", "no bwrap") == (
+        False,
+        "none",
+        "the sandbox cannot run on this runner: no bwrap",
+    )
+    assert run("strict", "on", None, spares="refuse") == (False, "none", "refused here")
+    with pytest.raises(RuntimeError):
+        run("strict", "on", None, spares="break")
+    assert [s for s, _ in opened] == [True, False, False, True, False]
+    assert opened[3][1] == {"spares": 2}

@@ -707,6 +707,10 @@ def check_unit(unit, timeout, session):
     return {"status": "pass", "saw": os.environ.get("CUDA_VISIBLE_DEVICES")}
 def close_factories():
     pass
+def open_session(job, policy, **options):
+    return Session(job["interpreter"], False, **options), "off", ""
+def leave(code):
+    os._exit(code)
 """
 
 

@@ -15,6 +15,7 @@ import sys
 import tempfile
 import threading
 import time
+import traceback
 from pathlib import Path
 
 from .shared.common import EXIT_FAIL, EXIT_PASS, EXIT_UNRUNNABLE, HERE, LESSON, msg
@@ -141,6 +142,39 @@ class Session:
             spares, self.spares, self.closed = self.spares, [], True
         for worker in spares:
             worker.kill()
+
+
+def open_session(job, policy, **options):
+    """A runner job's Session (verify_job.py, grade_job.py) for the kernel files of its job.json,
+    opened before that process starts any thread (its worker factory is then forked from there),
+    in the sandbox as job["sandbox"] asks, under policy:
+      "fallback"  verification: "auto" checks without a sandbox that cannot run here, "on" refuses
+                  without one, "off" (the label says why there is none); a session that cannot
+                  start: its traceback
+      "strict"    grading: anything but "off" refuses without a sandbox; a session Refused: why
+    options: Session's (start_margin, spares). Returns (session or None, what the sandbox is, why
+    the session could not open, or "")."""
+    strict = policy == "strict"
+    if strict:
+        why = None if job["sandbox"] == "off" else sandbox_problem()
+        if why is not None:
+            return None, "none", f"the sandbox cannot run on this runner: {why}"
+        label = "off" if job["sandbox"] == "off" else "bubblewrap"
+    else:
+        why = sandbox_problem() if job["sandbox"] != "off" else "turned off"
+        label = "bubblewrap" if why is None else f"none ({why})"
+        if job["sandbox"] == "on" and why is not None:
+            return None, label, f"the sandbox was asked for and cannot run here: {why}"
+    try:
+        session = Session(job["interpreter"], label == "bubblewrap", checker=os.path.abspath(job["checker"]),
+                          **options)
+    except Exception as exc:
+        if not strict:
+            return None, label, traceback.format_exc()[-4000:]
+        if isinstance(exc, Refused):
+            return None, "none", str(exc)
+        raise
+    return session, label, ""
 
 
 def evaluate_static(target, notebook=False):

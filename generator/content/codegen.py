@@ -20,7 +20,7 @@ import tokenize
 from dataclasses import dataclass
 from functools import lru_cache
 
-BLANK = "______"
+BLANK = "______"  # the blank of an exercise file, generator/ side: check.py's is shared/common.py's
 TEXT_MARKER = re.compile(r"#\s*@text:([A-Za-z0-9_]+)\s*$")
 BLANK_MARKER = re.compile(r"#\s*@blank\s+(?:arg=(\d+)|kw=([A-Za-z_][A-Za-z0-9_]*)|(value))\s*$")
 ANY_MARKER = re.compile(r"#\s*@(\w+)")

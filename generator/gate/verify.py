@@ -31,8 +31,10 @@ from pathlib import Path
 from typing import Callable, Iterable
 
 from generator.files.archive import write_tree
+from generator.checker import copy_job_script
 from generator.checker.join import joined
 from generator.files.cache import BuildCache, key
+from generator.content.codegen import BLANK
 from generator.content.model import LessonSpec, Mistake
 from generator.files.pack import Pack
 from generator.runners.base import Task, TaskResult
@@ -261,7 +263,7 @@ def _plan(
         "sandbox": sandbox,
     }
     (folder / "job.json").write_text(json.dumps(job, indent=1), encoding="utf-8")
-    shutil.copyfile(VERIFY_JOB, folder / "verify_job.py")
+    copy_job_script(VERIFY_JOB.name, folder)
     task = Task(pairs[0].lesson_id, folder, ["{python}", "verify_job.py"], JOB_TIMEOUT_S)
     answer = pairs[0].answer
     return Plan(
@@ -395,7 +397,7 @@ def _student_step(name: str, data: dict | None, expect_pass: bool) -> Step:
     if expect_pass:
         ok = data["returncode"] == 0
     else:
-        ok = data["returncode"] == 2 and "______" in data["stdout"]
+        ok = data["returncode"] == 2 and BLANK in data["stdout"]
     detail = (
         data.get("command", "")
         if ok

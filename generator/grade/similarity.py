@@ -32,6 +32,8 @@ import tokenize
 import unicodedata
 from dataclasses import dataclass, field
 
+from generator.content.codegen import BLANK
+
 WINDOW = 4
 GRAM_UNITS = 12
 CODE_GRAM = 10
@@ -162,9 +164,6 @@ def fingerprints(text: str, code: bool = False) -> Document:
         value, begin, end = grams[index]
         doc.spans.setdefault(value, []).append((begin, end))
     return doc
-
-
-BLANK = "______"
 
 
 def own_code(code: str, exercise_files: list[str]) -> str:

@@ -22,6 +22,7 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
+from generator.checker import copy_job_script
 from generator.files.cache import Store, read_json
 from generator.runners.base import Task, TaskResult
 
@@ -226,7 +227,7 @@ def plan(
             job["share"] = {"claims": "../claims", "jobs": [f"../{name}" for name in others]}
         (task_dir / "job.json").write_text(json.dumps(job, indent=1), encoding="utf-8")
         (task_dir / "check.py").write_text(checker, encoding="utf-8")
-        shutil.copyfile(GRADE_JOB, task_dir / "grade_job.py")
+        copy_job_script(GRADE_JOB.name, task_dir)
         waves = math.ceil(
             (len(units) if share else len(mine)) / max(1, jobs)
         )  # sharing: it may run them all

@@ -15,7 +15,8 @@ import difflib
 import re
 from dataclasses import dataclass
 
-BLANK = "______"  # the blank as the exercise file holds it (generator/checker/shared/common.py)
+from generator.content.codegen import BLANK
+
 GUARD = re.compile(r"\bmask\s*=|^\s*assert\b")
 
 

@@ -23,7 +23,6 @@ A job given a GPU (job["device"], as CUDA_VISIBLE_DEVICES names it) runs every w
 a machine's GPUs are spread over its jobs.
 """
 
-import importlib.util
 import itertools
 import json
 import os
@@ -38,11 +37,7 @@ FACTORY_WAIT_S = 600
 SEED_WAIT_S = 120  # the longest wait for the launchers being made meanwhile (job["seed_done"])
 
 
-def load_checker(path):
-    spec = importlib.util.spec_from_file_location("coursepack_grade_checker", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+CHECKER = None  # the pack's check.py, loaded as a module
 
 
 def write_atomically(path, value):
@@ -55,29 +50,6 @@ def wait_for(path, seconds):
     deadline = time.monotonic() + seconds
     while not path.exists() and time.monotonic() < deadline:
         time.sleep(0.05)
-
-
-def open_session(job, checker, spares):
-    """(session or None, what the sandbox is, why nothing can run). Before any thread starts.
-    spares: workers that wait ready (their CUDA context started) for the checks to come."""
-    if job["sandbox"] == "off":
-        label = "off"
-    else:
-        why = checker.sandbox_problem()
-        if why is not None:
-            return None, "none", f"the sandbox cannot run on this runner: {why}"
-        label = "bubblewrap"
-    try:
-        session = checker.Session(
-            job["interpreter"],
-            label == "bubblewrap",
-            checker=os.path.abspath(job["checker"]),
-            start_margin=job["start_margin"],
-            spares=spares,
-        )
-    except checker.Refused as exc:
-        return None, "none", str(exc)
-    return session, label, ""
 
 
 class Queue:
@@ -154,7 +126,10 @@ def main():
     started = time.monotonic()
     results = Path("results")
     results.mkdir(exist_ok=True)
-    checker = load_checker(job["checker"])
+    from checker_module import load_checker  # beside this script in the job folder
+
+    global CHECKER
+    checker = CHECKER = load_checker(job["checker"])
     # many workers at once, each with a small torch thread pool rather than one thread per core, and
     # the jobs that share this machine (share) each with their part of the cores for the cases
     together = 1 + len((job.get("share") or {}).get("jobs", []))
@@ -172,7 +147,9 @@ def main():
     jobs = max(1, int(job["jobs"]))
     spares = min(jobs, len(queue.units))
     seed_done = job.get("seed_done")  # launchers being made while this job starts
-    session, label, refused = open_session(job, checker, spares)
+    session, label, refused = checker.open_session(
+        job, "strict", start_margin=job["start_margin"], spares=spares
+    )
     done = []
     if session is not None:
         # the factory's own start (a sandboxed one imports torch again) may take long on a loaded
@@ -214,6 +191,4 @@ def main():
 
 if __name__ == "__main__":
     code = main()
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(code)  # without the teardown of torch's heap
+    CHECKER.leave(code)  # without the teardown of torch's heap

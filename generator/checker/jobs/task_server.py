@@ -127,7 +127,4 @@ def main():
 
 
 if __name__ == "__main__":
-    code = main()
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(code)  # without the teardown of torch's heap; its children are stopped
+    leave(main())  # without the teardown of torch's heap; its children are stopped

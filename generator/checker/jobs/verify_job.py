@@ -18,7 +18,6 @@ once:
              interpreter a Jupyter kernel wraps) in a child of this process; the check cell included
 """
 
-import importlib.util
 import json
 import os
 import signal
@@ -50,7 +49,7 @@ def run(command, cwd, timeout, env=None):
         code, out, err, timed_out = done.returncode, done.stdout, done.stderr, False
     except subprocess.TimeoutExpired as exc:
         code, timed_out = 124, True
-        out, err = _text(exc.stdout), _text(exc.stderr)
+        out, err = _decoded(exc.stdout), _decoded(exc.stderr)
     return {
         "returncode": code,
         "stdout": out[-20000:],
@@ -60,7 +59,8 @@ def run(command, cwd, timeout, env=None):
     }
 
 
-def _text(value):
+def _decoded(value):
+    """A timed-out process's output as text (subprocess gives it as bytes, or None)."""
     if value is None:
         return ""
     return value.decode("utf-8", "replace") if isinstance(value, bytes) else value
@@ -86,35 +86,6 @@ def student_env(**extra):
 
 
 CHECKER = None  # the pack's check.py, loaded as a module
-
-
-def load_checker(path):
-    """A pack's check.py as a module: its check_units."""
-    global CHECKER
-    spec = importlib.util.spec_from_file_location("coursepack_job_checker", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    CHECKER = module
-    return module
-
-
-def open_session(job, checker):
-    """The checker's trusted session for the lesson's kernel files, before this process starts any
-    thread (its worker factory is then forked from here): in the sandbox where one can run here
-    (job["sandbox"] "auto"), or as job["sandbox"] says ("on": refuse without one; "off").
-    Returns (session or None, what the sandbox was, why the session could not open)."""
-    why = checker.sandbox_problem() if job["sandbox"] != "off" else "turned off"
-    sandbox = why is None
-    label = "bubblewrap" if sandbox else f"none ({why})"
-    if job["sandbox"] == "on" and not sandbox:
-        return None, label, f"the sandbox was asked for and cannot run here: {why}"
-    try:
-        session = checker.Session(
-            job["interpreter"], sandbox, checker=os.path.abspath(job["checker"])
-        )
-    except Exception:
-        return None, label, traceback.format_exc()[-4000:]
-    return session, label, ""
 
 
 def batch(job, checker, opened):
@@ -256,12 +227,15 @@ def _stop(process):
 def main():
     job = json.loads(Path("job.json").read_text(encoding="utf-8"))
     started = time.monotonic()
-    checker = load_checker(job["checker"])
+    from checker_module import load_checker  # beside this script in the job folder
+
+    global CHECKER
+    checker = CHECKER = load_checker(job["checker"])
     # many workers at once, each with a small torch thread pool rather than one thread per core
     os.environ["COURSEPACK_CHILD_THREADS"] = str(
         max(1, (os.cpu_count() or 1) // max(1, int(job["jobs"])))
     )
-    opened = open_session(job, checker)
+    opened = checker.open_session(job, "fallback")
     import multiprocessing
 
     context = multiprocessing.get_context("fork")
@@ -309,6 +283,5 @@ def main():
 
 if __name__ == "__main__":
     code = main()
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(code)  # without the teardown of torch's heap (most of a second); nothing is left open
+    # without the teardown of torch's heap (most of a second); nothing is left open
+    CHECKER.leave(code)
