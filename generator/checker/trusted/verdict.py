@@ -397,10 +397,3 @@ def fmt(value):
     if value in (float("inf"), float("-inf")):
         return "inf" if value > 0 else "-inf"
     return repr(value)
-
-
-def inputs_unchanged(report, sent):
-    """False when the worker says the kernel wrote into its inputs (checksums of their storage)."""
-    after = report.get("inputs_crc")
-    return after is None or after == sent
-
