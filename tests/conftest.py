@@ -164,6 +164,23 @@ def options_for(root: Path, **kw) -> BuildOptions:
     )
 
 
+def add_fixture_lessons(content: Path, fixtures: Path, lessons: list[str]) -> None:
+    """Fixture lesson folders (fixtures/<id>/: lesson.yaml, solution.py, reference.py, text.en.yaml)
+    into a course made by `coursepack init`, each with its line in course.yaml and its title."""
+    course, locale = content / "course.yaml", content / "locales" / "en.yaml"
+    for number, lesson in enumerate(lessons, start=2):
+        shutil.copytree(fixtures / lesson, content / "lessons" / lesson)
+        course.write_text(
+            course.read_text() + f"  - {{id: {lesson}, number: {number}, status: published}}\n"
+        )
+        title = lesson.split("_", 1)[1].replace("_", " ")
+        locale.write_text(
+            locale.read_text().replace(
+                "lesson_titles:\n", f"lesson_titles:\n  {lesson}: {title}\n", 1
+            )
+        )
+
+
 def unzip(path: Path, into: Path) -> Path:
     with zipfile.ZipFile(path) as archive:
         archive.extractall(into)

@@ -9,7 +9,6 @@ path: the exercise pack's check.py with a right fill passes, with a wrong fill f
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 import types
@@ -21,7 +20,7 @@ import torch
 
 from generator.checker import join
 from generator.cli import main
-from tests.conftest import unzip
+from tests.conftest import add_fixture_lessons, unzip
 
 pytestmark = pytest.mark.slow
 
@@ -30,19 +29,7 @@ LESSONS = sorted(p.name for p in FIXTURES.iterdir() if (p / "lesson.yaml").exist
 
 
 def add_lessons(content: Path, lessons: list[str]) -> None:
-    """The fixture folders into content/lessons/, each with its line in course.yaml and its title."""
-    course, locale = content / "course.yaml", content / "locales" / "en.yaml"
-    for number, lesson in enumerate(lessons, start=2):
-        shutil.copytree(FIXTURES / lesson, content / "lessons" / lesson)
-        course.write_text(
-            course.read_text() + f"  - {{id: {lesson}, number: {number}, status: published}}\n"
-        )
-        title = lesson.split("_", 1)[1].replace("_", " ")
-        locale.write_text(
-            locale.read_text().replace(
-                "lesson_titles:\n", f"lesson_titles:\n  {lesson}: {title}\n", 1
-            )
-        )
+    add_fixture_lessons(content, FIXTURES, lessons)
 
 
 @pytest.fixture(scope="module")

@@ -13,10 +13,9 @@ import sys
 from pathlib import Path
 
 import pytest
-import ruamel.yaml
 
 from generator.cli import main
-from tests.conftest import has_cuda, unzip
+from tests.conftest import add_fixture_lessons, has_cuda, unzip
 
 pytestmark = pytest.mark.slow
 
@@ -24,53 +23,11 @@ FIXTURES = Path(__file__).parent / "fixtures" / "output_kinds"
 LESSONS = sorted(p.name for p in FIXTURES.iterdir() if p.is_dir())
 
 
-def _add_lesson(content: Path, folder: Path, number: int) -> None:
-    """The fixture folder as a lesson of the course, with the skeleton lesson's text around its own
-    case names and reasons."""
-    yaml = ruamel.yaml.YAML(typ="safe", pure=True)
-    target = content / "lessons" / folder.name
-    target.mkdir()
-    for name in ("lesson.yaml", "solution.py", "reference.py"):
-        (target / name).write_bytes((folder / name).read_bytes())
-    spec = yaml.load((folder / "lesson.yaml").read_text())
-    names = json.loads((folder / "checker.json").read_text())
-    text = yaml.load((content / "lessons" / "lesson01_scale" / "text.en.yaml").read_text())
-    text["code_comments"] = {
-        "kernel_doc": "One program per block.",
-        "offsets": "Offsets.",
-        "store": "The result.",
-        "contiguous": "Contiguous inputs.",
-        "demo": "A small demo.",
-    }
-    text["exercise"]["task"] = f"In `{spec['kernel_file']}`, replace `______`."
-    text["exercise"]["todo_comment"] = "TODO: replace ______"
-    text["checker"]["cases"] = names["cases"]
-    text["checker"]["reasons"] = {
-        "unwritten": "left unwritten",
-        "wrote_past_end": "a write past the end",
-        "wrong_value": "wrong values",
-        **names["reasons"],
-    }
-    with open(target / "text.en.yaml", "w") as f:
-        yaml.dump(text, f)
-    course = content / "course.yaml"
-    course.write_text(
-        course.read_text() + f"  - {{id: {folder.name}, number: {number}, status: published}}\n"
-    )
-    locale = content / "locales" / "en.yaml"
-    locale.write_text(
-        locale.read_text().replace(
-            "lesson_titles:\n", f"lesson_titles:\n  {folder.name}: {folder.name}\n", 1
-        )
-    )
-
-
 @pytest.fixture(scope="module")
 def course(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("output_kinds")
     assert main(["init", str(root)]) == 0
-    for number, name in enumerate(LESSONS, start=2):
-        _add_lesson(root / "content", FIXTURES / name, number)
+    add_fixture_lessons(root / "content", FIXTURES, LESSONS)
     lessons = [arg for name in LESSONS for arg in ("--lesson", name)]
     assert (
         main(
