@@ -574,7 +574,9 @@ class Supervisor:
                 self.seen["events"].append({k: str(event.get(k, ""))[:160] for k in ("kind", "event", "line", "detail")})
 
     def _exit(self, worker):
-        deadline = time.monotonic() + 3
+        # a dead worker's status comes from its factory, which a loaded machine can keep waiting for
+        # seconds (a CI run saw "exit status None" after 3): the wait ends as soon as it comes
+        deadline = time.monotonic() + 10
         while worker.exit_code is None and time.monotonic() < deadline:
             time.sleep(0.01)
         code = worker.exit_code
