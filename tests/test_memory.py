@@ -51,7 +51,10 @@ def entry(fields, nbytes=0):
 
 def views(torch, rt, region, layout, prepared):
     """The worker's arguments and output area, as run_one builds them."""
-    return rt.region_arguments(torch, region.tensor, {"region": layout, "inputs": prepared.inputs})
+    args, areas = rt.region_arguments(
+        torch, region.tensor, {"region": layout, "inputs": prepared.inputs}
+    )
+    return args, areas[0]  # the case's one call
 
 
 def test_the_layout_puts_each_storage_and_the_output_inside_guard_bands(rt):

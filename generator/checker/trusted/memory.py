@@ -546,8 +546,8 @@ def map_region(torch, descriptors, nbytes, device):
         os.close(fd)
 
 
-def region_arguments(torch, whole, header, call=0):
-    """The case's arguments as views of the region; (arguments, the call's output areas: one per
+def region_arguments(torch, whole, header):
+    """The case's arguments as views of the region; (arguments, each call's output areas: one per
     returned output)."""
     shared = header["region"]
     values = []
@@ -559,14 +559,19 @@ def region_arguments(torch, whole, header, call=0):
         item = torch.tensor([], dtype=dtype).element_size()
         values.append(whole.view(dtype).as_strided(spec["shape"], spec["stride"],
                                                     spec["offset"] // item + spec["view_offset"]))
+    return values, [_areas(torch, whole, call) for call in shared["outputs"]]
+
+
+def _areas(torch, whole, specs):
+    """One call's output areas in the region (its returned outputs')."""
     areas = []
-    for out in shared["outputs"][call]:
+    for out in specs:
         if out is None:
             continue
         dtype = getattr(torch, out["dtype"])
         areas.append({"base": whole.view(dtype), "start": out["offset"] // torch.tensor([], dtype=dtype).element_size(),
                       "shape": tuple(out["shape"]), "dtype": dtype})
-    return values, areas
+    return areas
 
 
 # --- cuMem through the CUDA driver ----------------------------------------------------------------

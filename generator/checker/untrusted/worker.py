@@ -15,8 +15,8 @@ import time
 import traceback
 
 from ..shared.common import GPU_FAULT_WORDS, GUARD, LESSON, inplace, outputs
-from ..trusted.cases import make_inputs, parse_value
-from ..trusted.memory import accept_descriptors, dense_strides, input_fill, map_region, region_arguments
+from ..trusted.cases import input_fill, make_inputs, parse_value
+from ..trusted.memory import accept_descriptors, dense_strides, map_region, region_arguments
 from ..shared.protocol import checksum, filled, scalar_value, tensor_bytes, tensor_header
 from ..shared.sandbox import quiet_folders, reported_file_event
 
@@ -367,8 +367,9 @@ def run_timed(torch, harness, fn, header, device):
     bench = header["bench"]
     if bench.get("map"):
         harness.timed_region = map_region(torch, harness.descriptors, bench["nbytes"], device)
-    calls = [region_arguments(torch, harness.timed_region, {"region": spec, "inputs": header["inputs"]})
-             for spec in bench["calls"]]
+    calls = [(args, areas[0]) for args, areas in
+             (region_arguments(torch, harness.timed_region, {"region": spec, "inputs": header["inputs"]})
+              for spec in bench["calls"])]
     try:
         for args, areas in calls:
             harness.arena = list(areas)
@@ -415,8 +416,7 @@ def run_one(torch, harness, fn, header, payload, device, path):
         except (OSError, RuntimeError, ValueError) as exc:   # then the inputs sent as bytes, as before
             print(f"coursepack: the trusted side's memory could not be mapped here ({exc})", file=sys.stderr)
     if whole is not None:
-        args, _ = region_arguments(torch, whole, header)
-        areas = [region_arguments(torch, whole, header, call)[1] for call in range(len(header["region"]["outputs"]))]
+        args, areas = region_arguments(torch, whole, header)
         guarded = []
     elif header.get("draw"):   # a GPU-only case: its large inputs drawn here, as the trusted side drew them
         args, guarded = [view for _, _, view in make_inputs(torch, case, device)], []
