@@ -89,19 +89,49 @@ def checker_data(source: bytes) -> dict:
     return lesson_data(source)
 
 
-def test_a_bundle_pack_may_take_check_py_from_the_lone_pack(rendered):
-    """A course bundle's pack takes check.py from the lesson's own pack (render_pack's `alone`): the
-    checker's data must not depend on the bundle. Rendered both ways, every file is the same."""
-    from generator.render.render import LessonContext, jinja_env, render_pack
+def test_a_bundle_folder_is_the_pack_with_its_navigation_linked(rendered):
+    """A course bundle's folder is the lesson's one rendering finished for the bundle: every file
+    the same as in its own zip except where the navigation section is (lesson.md, the notebook,
+    the page) and the manifest that lists them; there the other lessons' zips become links to
+    their folders."""
+    import dataclasses
+
+    from generator.render.render import finalize_pack, jinja_env
     from generator.files.resources import TEMPLATES
 
     content, groups = rendered
     env = jinja_env(TEMPLATES)
-    for (lesson_id, locale), editions in groups.items():
-        for edition, (_, alone) in editions.items():
-            ctx = LessonContext(content, content.lessons[lesson_id], locale, edition, bundle=True)
-            taken, fresh = render_pack(ctx, env, alone=alone), render_pack(ctx, env)
-            assert taken.files == fresh.files and taken.files["check.py"] == alone.files["check.py"]
+    for editions in groups.values():
+        for ctx, pack in editions.values():
+            own = finalize_pack(ctx, env, pack, None)
+            folder = finalize_pack(dataclasses.replace(ctx, bundle=True), env, pack, None)
+            assert set(own.files) == set(folder.files)
+            differ = {n for n in own.files if own.files[n] != folder.files[n]}
+            assert differ == {"lesson.md", "lesson.ipynb", "lesson.html", "manifest.json"}
+            mine, theirs = (p.files["lesson.md"].decode() for p in (own, folder))
+            head = mine[: mine.rindex("\n## ")]
+            assert theirs.startswith(head) and "](../lesson" in theirs[len(head) :]
+            assert "](../lesson" not in mine and ".zip" in mine[len(head) :]
+
+
+def test_a_navigation_template_without_a_section_of_its_own_is_refused(content_copy):
+    """The bundle folder swaps the navigation section whole: a navigation.md.j2 that does not start
+    a section (its text would join the references' notebook cell) is a clear error."""
+    import dataclasses
+
+    from generator.content.loader import load_content
+    from generator.render.render import LessonContext, RenderError, finalize_pack, jinja_env
+    from generator.render.render import render_pack
+
+    templates = content_copy / "templates"
+    nav = templates / "pack" / "navigation.md.j2"
+    nav.write_text(nav.read_text(encoding="utf-8").replace("## ", "", 1), encoding="utf-8")
+    content, env = load_content(content_copy / "content"), jinja_env(templates)
+    ctx = LessonContext(content, content.lessons["lesson03_relu"], "en", "exercise")
+    pack = render_pack(ctx, env, page=False)
+    assert finalize_pack(ctx, env, pack, None).files["lesson.md"]
+    with pytest.raises(RenderError, match="navigation.md.j2 must render a section of its own"):
+        finalize_pack(dataclasses.replace(ctx, bundle=True), env, pack, None)
 
 
 def test_a_notebook_is_validated_once_per_shape_and_an_invalid_one_still_fails():

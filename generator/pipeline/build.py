@@ -1,8 +1,8 @@
 """The pipeline: load -> render and check -> verify -> zip -> swap build/dist -> report.
 
 Nothing under build/dist changes unless every step succeeded. Each lesson x locale is rendered
-once per build (and once more for the course bundles, whose previous/next links lead to the other
-lessons' folders); its zips, bundle folders and Quarto folder are made from that rendering. What a
+once per build; its zips, bundle folders (the same files, with previous/next linking the other
+lessons' folders) and Quarto folder are made from that rendering. What a
 build computes once and reuses lives in its memo (generator.files.memo), dropped when it returns.
 
 - render and check: with verification, every lesson x locale is rendered, leak-scanned and checked
@@ -20,6 +20,7 @@ build computes once and reuses lives in its memo (generator.files.memo), dropped
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import multiprocessing
@@ -90,20 +91,14 @@ def selected(content: CourseContent, options: BuildOptions) -> list[tuple[Lesson
 
 
 def render_lesson(
-    content: CourseContent,
-    lesson: Lesson,
-    locale: str,
-    env,
-    page: bool = True,
-    bundle: bool = False,
-    alone: Editions | None = None,
+    content: CourseContent, lesson: Lesson, locale: str, env, page: bool = True
 ) -> Editions:
-    """Both editions of one lesson x locale (page, bundle: see render_pack and LessonContext; alone:
-    for bundle=True, the editions rendered for their own zips)."""
+    """Both editions of one lesson x locale (page: see render_pack): the one rendering its zips,
+    bundle folders and Quarto folder are made from."""
     editions = {}
     for edition in EDITIONS:
-        ctx = LessonContext(content, lesson, locale, edition, bundle=bundle)
-        editions[edition] = (ctx, render_pack(ctx, env, page, alone[edition][1] if alone else None))
+        ctx = LessonContext(content, lesson, locale, edition)
+        editions[edition] = (ctx, render_pack(ctx, env, page))
     return editions
 
 
@@ -410,12 +405,7 @@ def _bundle_check(
     label = f"{bundle.name}.zip"
 
     def check() -> tuple[list[str], str]:
-        if edition == "exercise":
-            found = scan_bundle(bundle.path, entries, prints, label)
-        else:
-            found = []
-            for _ in entries:
-                pass
+        found = scan_bundle(bundle.path, entries, prints, label) if edition == "exercise" else []
         return found, _sha256(bundle.path)
 
     return label, check
@@ -496,10 +486,8 @@ def _released(
             prints,
         )
         problems += quarto.leaks
-        for edition, (ctx, pack) in render_lesson(
-            content, lesson, locale, env, bundle=True, alone=editions
-        ).items():
-            final = finalize_pack(ctx, env, pack, record)
+        for edition, (ctx, pack) in editions.items():
+            final = finalize_pack(dataclasses.replace(ctx, bundle=True), env, pack, record)
             folders[edition] = lesson_folder(final, record is not None)
             if (
                 edition == "exercise"

@@ -56,7 +56,7 @@ class LessonContext:
     lesson: Lesson
     locale: str
     edition: Edition
-    bundle: bool = False  # rendered for the course bundle: links to the other lessons' folders
+    bundle: bool = False  # a course bundle's folder: navigation links to the other lessons' folders
 
     @property
     def answer(self) -> bool:
@@ -137,28 +137,28 @@ def located_template_error(exc: jinja2.TemplateError, templates: Path) -> Render
     return RenderError(f"{name}:{line}: {kind}: {exc.message or exc}")
 
 
-def render_pack(
-    ctx: LessonContext, env: jinja2.Environment, page: bool = True, alone: Pack | None = None
-) -> Pack:
-    """Every file of a pack except those written after verification (README, manifest; a course
-    bundle's pack, which is never verified on its own, its notebook too). page: with an early
-    lesson.html, for the leak scan and the formula errors before verification (a pack that
-    finalize_pack finishes at once, or a course bundle's, gets its page there). alone: for a course
-    bundle's pack, the same lesson, locale and edition rendered for its own zip, whose check.py it
-    takes (the checker's data names no other lesson)."""
+def render_pack(ctx: LessonContext, env: jinja2.Environment, page: bool = True) -> Pack:
+    """Every file of a lesson's own pack except those written after verification (README,
+    manifest). page: with an early lesson.html, for the leak scan and the formula errors before
+    verification (a pack that finalize_pack finishes at once gets its page there). The same
+    rendering is the lesson's folder in a course bundle: finalize_pack with a bundle context swaps
+    its navigation, the one section that differs."""
+    if ctx.bundle:
+        raise ValueError(
+            "render_pack renders a lesson's own pack; finalize_pack makes its bundle folder"
+        )
     try:
-        return _render_pack(ctx, env, page and not ctx.bundle, alone)
+        return _render_pack(ctx, env, page)
     except jinja2.TemplateError as exc:
         raise located_template_error(exc, Path(env.loader.searchpath[0])) from exc
 
 
-def _render_pack(
-    ctx: LessonContext, env: jinja2.Environment, page: bool, alone: Pack | None = None
-) -> Pack:
+def _render_pack(ctx: LessonContext, env: jinja2.Environment, page: bool) -> Pack:
     spec = ctx.lesson.spec
     pack = Pack(spec.id, ctx.locale, ctx.edition)
     code = ctx.code()
     document = env.get_template("pack/lesson.md.j2").render(_lesson_vars(ctx, env, code))
+    document += navigation_markdown(ctx, env)
     tokens = parse_blocks(document)  # one parse: the checks, lesson.md and the notebook all use it
     lesson_md, cells = split_cells(document, tokens)
     pack.files[spec.kernel_file] = code.encode()
@@ -167,14 +167,9 @@ def _render_pack(
         pack.files["lesson.html"] = pack_page(
             ctx, env, lesson_md, None
         )  # rendered again when final
-    if (
-        not ctx.bundle
-    ):  # a course bundle's pack is finished at once (finalize_pack builds its notebook)
-        pack.files["lesson.ipynb"] = build_notebook(cells, ctx.locale, ctx.heading)
+    pack.files["lesson.ipynb"] = build_notebook(cells, ctx.locale, ctx.heading)
     pack.cells = cells
-    pack.files["check.py"] = (
-        alone.files["check.py"] if alone is not None else checker_source(ctx).encode()
-    )
+    pack.files["check.py"] = checker_source(ctx).encode()
     for extra in spec.files:
         if extra.edition == "both" or ctx.answer:
             pack.files[extra.name] = ctx.lesson.files[extra.name]
@@ -183,17 +178,52 @@ def _render_pack(
         .render(heading=ctx.heading, min_torch=MIN_TORCH, min_triton=MIN_TRITON)
         .encode()
     )
-    reachable = (
-        set(pack.files)
-        | {"README.md", "manifest.json", "lesson.ipynb"}
-        | {link["href"] for link in navigation(ctx) if link["href"]}
-    )
     problems = check_markdown(
-        document, reachable, f"{pack.name}/lesson.md (before notebook cells are removed)", tokens
+        document,
+        _reachable(ctx, pack),
+        f"{pack.name}/lesson.md (before notebook cells are removed)",
+        tokens,
     )
     if problems:
         raise RenderError("\n".join(problems))
     return pack
+
+
+def _reachable(ctx: LessonContext, pack: Pack) -> set[str]:
+    """What a link in the pack's lesson.md may lead to."""
+    return (
+        set(pack.files)
+        | {"README.md", "manifest.json", "lesson.ipynb", "lesson.html"}
+        | {link["href"] for link in navigation(ctx) if link["href"]}
+    )
+
+
+def navigation_markdown(ctx: LessonContext, env: jinja2.Environment) -> str:
+    """The lesson's last section, previous and next (navigation): lesson.md's and the notebook's."""
+    return env.get_template("pack/navigation.md.j2").render(ui=ctx.ui, nav=navigation(ctx))
+
+
+def _as_bundle_folder(ctx: LessonContext, env: jinja2.Environment, pack: Pack) -> Pack:
+    """A lesson's rendered pack as its course bundle's folder shows it (ctx.bundle): its
+    navigation, the last section and notebook cell, links to the other lessons' folders."""
+    own = navigation_markdown(dataclasses.replace(ctx, bundle=False), env)
+    linked = navigation_markdown(ctx, env)
+    text = pack.files["lesson.md"].decode()
+    if not text.endswith(own) or not pack.cells or pack.cells[-1].source != own.strip("\n"):
+        raise RenderError(
+            f"{pack.name}: templates/pack/navigation.md.j2 must render a section of its own, "
+            "starting with a # or ## heading (a course bundle's folder swaps it whole)"
+        )
+    folder = Pack(pack.lesson_id, pack.locale, pack.edition, dict(pack.files))
+    folder.files["lesson.md"] = (text[: len(text) - len(own)] + linked).encode()
+    folder.cells = [
+        *pack.cells[:-1],
+        dataclasses.replace(pack.cells[-1], source=linked.strip("\n")),
+    ]
+    problems = check_markdown(linked, _reachable(ctx, folder), f"{pack.name}/lesson.md (bundle)")
+    if problems:
+        raise RenderError("\n".join(problems))
+    return folder
 
 
 def _lesson_vars(ctx: LessonContext, env: jinja2.Environment, code: str) -> dict:
@@ -215,7 +245,6 @@ def _lesson_vars(ctx: LessonContext, env: jinja2.Environment, code: str) -> dict
         "figures": [text.figures[f] for f in spec.figures],
         "questions": [(q, text.questions[q]) for q in spec.questions],
         "hints": ctx.hints,
-        "nav": navigation(ctx),
         "cell_code": without_main_block(code),
         "setup_code": setup.strip(),
         "check_code": check.strip(),
@@ -397,6 +426,8 @@ def finalize_pack(
 def _finalize_pack(
     ctx: LessonContext, env: jinja2.Environment, pack: Pack, verification: dict | None
 ) -> Pack:
+    if ctx.bundle:
+        pack = _as_bundle_folder(ctx, env, pack)
     ui, spec = ctx.ui, ctx.lesson.spec
     files = dict(pack.files)
     descriptions = dict(ui.pack.file_descriptions) | dict(ctx.text.files)
