@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 from generator.pipeline.build import TEMPLATES, build, clean, render_all, verify_only
+from generator.files.resources import default_out
 from generator.pipeline.options import BuildOptions
 from generator.files.memo import build_memo
 from generator.skeleton import init_course
@@ -157,7 +158,10 @@ def parser() -> argparse.ArgumentParser:
     )
     cl = sub.add_parser("clean", help="remove build outputs (keeps the verification cache)")
     cl.add_argument(
-        "--out", type=Path, default=Path("build"), help="output folder (default: ./build)"
+        "--content", type=Path, default=Path("content"), help="content folder (default: ./content)"
+    )
+    cl.add_argument(
+        "--out", type=Path, help="output folder (default: build/ beside the content folder)"
     )
     it = sub.add_parser(
         "init",
@@ -407,7 +411,7 @@ def _options(args: argparse.Namespace, verify: bool) -> BuildOptions:
     return BuildOptions(
         content=args.content,
         templates=args.templates,
-        out=args.out if args.out is not None else args.content.resolve().parent / "build",
+        out=args.out,
         verify=verify,
         runner=getattr(args, "runner", "auto"),
         python=getattr(args, "python", None),
@@ -509,7 +513,7 @@ def main(argv: list[str] | None = None) -> int:
                 )
             )
         elif args.command == "clean":
-            clean(BuildOptions(out=args.out))
+            clean(args.out if args.out is not None else default_out(args.content))
         elif args.command == "init":
             for path in init_course(args.dir):
                 print(f"wrote {path}")

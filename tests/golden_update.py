@@ -14,6 +14,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from generator.pipeline.build import render_all
+from generator.files.resources import TEMPLATES
 from generator.pipeline.options import BuildOptions
 from generator.render.html import strip_vendored
 from generator.content.loader import load_content
@@ -41,7 +42,7 @@ def real_course():
 @lru_cache(maxsize=1)
 def current_packs() -> dict[str, dict[str, bytes]]:
     """Every lesson pack as the golden trees hold it, once per process. Read only."""
-    env = jinja_env(BuildOptions().templates)
+    env = jinja_env(TEMPLATES)
     packs = {}
     for editions in real_course()[1].values():
         for ctx, pack in editions.values():
@@ -66,7 +67,7 @@ def checker_data_text(check_py: bytes) -> bytes:
 def current_projects() -> dict[str, dict[str, bytes]]:
     """Each Quarto project as its golden tree holds it: pages, configuration, README and manifest
     (its kernel files and checkers are the lesson packs'). Read only."""
-    projects = quarto_projects(*real_course(), {}, jinja_env(BuildOptions().templates))
+    projects = quarto_projects(*real_course(), {}, jinja_env(TEMPLATES))
     return {
         p.name: {name: data for name, data in p.files.items() if not name.endswith((".py", ".txt"))}
         for p in projects

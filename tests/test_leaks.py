@@ -19,9 +19,9 @@ REPO = Path(__file__).resolve().parent.parent
 def setup():
     content = load_content(REPO / "content")
     lesson = content.lessons["lesson03_relu"]
-    pack = render_all(content, BuildOptions(locales=("en",)))[("lesson03_relu", "en")]["exercise"][
-        1
-    ]
+    pack = render_all(content, BuildOptions(content=REPO / "content", locales=("en",)))[
+        ("lesson03_relu", "en")
+    ]["exercise"][1]
     return lesson, pack, fingerprints(lesson, "en")
 
 
@@ -106,7 +106,7 @@ def test_a_leak_only_in_the_course_bundle_is_found_and_nothing_is_released(conte
     options = options_for(content_copy, verify=False, locales=("en",))
     build(options, progress=lambda _: None)
     before = {p.name: p.read_bytes() for p in (options.out / "dist").iterdir()}
-    template = content_copy / "templates" / "pack" / "lesson.md.j2"
+    template = content_copy / "templates" / "pack" / "navigation.md.j2"
     text = template.read_text(encoding="utf-8")
     marker = "{% for link in nav %}"
     assert text.count(marker) == 1

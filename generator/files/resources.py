@@ -19,3 +19,9 @@ def builtin_templates() -> Path:
 
 
 TEMPLATES = builtin_templates()
+
+
+def default_out(content: Path) -> Path:
+    """Where a build or a grading run writes by default: build/ beside the content folder (never
+    the working directory's)."""
+    return Path(content).resolve().parent / "build"

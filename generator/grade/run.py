@@ -24,6 +24,7 @@ from generator.files.archive import replace_dir
 from generator.files.cache import BuildCache, key, write_text_atomically
 from generator.checker.shared.sandbox import launcher_entries, sandbox_problem
 from generator.errors import CoursepackError
+from generator.files.resources import default_out
 from generator.grade import gradescope as gs
 from generator.grade.answers import answers_json, attach_answers
 from generator.grade.collect import Submission, collect, read_tree, submission_of
@@ -66,7 +67,7 @@ class GradeOptions(RunnerOptions):
 
     submissions: Path | None = None
     lesson: str = ""
-    content: Path = Path("content")
+    content: Path | None = None  # the course's content folder (not needed with a kit)
     templates: Path = TEMPLATES
     out: Path | None = None  # default: <build>/grades/<lesson>
     build: Path | None = None  # the cache and job folders; default: build/ beside the content
@@ -108,7 +109,9 @@ def _stderr(message: str) -> None:
 
 def grade(options: GradeOptions, progress: Progress = _stderr) -> GradeOutcome:
     started = time.monotonic()
-    build = options.build or options.content.resolve().parent / "build"
+    if options.content is None:
+        raise CoursepackError("grading needs the course's content folder (--content)")
+    build = options.build or default_out(options.content)
     build.mkdir(parents=True, exist_ok=True)  # the runners start in it (a new --cache folder too)
     runner = _runner(options, build, progress)
     if options.submissions is not None and options.submissions.exists():
@@ -166,6 +169,10 @@ def grade_in_container(options: GradeOptions, progress: Progress = _stderr) -> G
     is read, a results.json is written whatever happens: the grade, or why there is none
     (gradescope.py says how the sandbox is chosen there)."""
     started = time.monotonic()
+    if options.kit is None and options.content is None:
+        raise CoursepackError(
+            "grading needs a grading kit (--kit) or the content folder (--content)"
+        )
     lesson = load_kit(options.kit) if options.kit else load_lesson(options.content, options.lesson)
     sid, name, email = gs.submitter(options.gradescope_metadata)
     roster = read_roster(options.roster, list(lesson.languages)) if options.roster else None

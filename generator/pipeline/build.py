@@ -641,9 +641,10 @@ def _verify(
     return outcome.records
 
 
-def clean(options: BuildOptions) -> None:
+def clean(out: Path) -> None:
+    """A build's outputs in out removed; its cache (verification records, probes) kept."""
     for name in ("dist", "dist.new", "dist.old", "work", "report.json", "report.md"):
-        path = options.out / name
+        path = out / name
         if path.is_dir():
             shutil.rmtree(path)
         elif path.exists():

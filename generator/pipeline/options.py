@@ -2,24 +2,29 @@
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from generator.files.resources import TEMPLATES  # built in; --templates overrides
+from generator.files.resources import TEMPLATES, default_out  # TEMPLATES: --templates overrides
 from generator.runners.options import RunnerOptions
 
 
 @dataclass
 class BuildOptions(RunnerOptions):
     """A build's settings; the runner's (runner, python, runner_command, slurm, jobs) are
-    RunnerOptions', keyword-only."""
+    RunnerOptions', keyword-only. No default depends on the working directory: the content folder
+    is always given, and out defaults to build/ beside it."""
 
-    content: Path = Path("content")
+    content: Path
     templates: Path = TEMPLATES
-    out: Path = Path("build")
+    out: Path = None  # type: ignore[assignment]  # default: build/ beside the content folder
     verify: bool = True
     notebook: bool = True
     sandbox: str = "auto"  # auto | on | off: the checker's sandbox for the answer and the mistakes
     lessons: tuple[str, ...] = ()
     locales: tuple[str, ...] = ()
     draft: bool = False  # every translation built as a draft (missing units fall back, marked)
+
+    def __post_init__(self) -> None:
+        if self.out is None:
+            self.out = default_out(self.content)
 
 
 @dataclass

@@ -200,7 +200,9 @@ def _reachable(ctx: LessonContext, pack: Pack) -> set[str]:
 
 def navigation_markdown(ctx: LessonContext, env: jinja2.Environment) -> str:
     """The lesson's last section, previous and next (navigation): lesson.md's and the notebook's."""
-    return env.get_template("pack/navigation.md.j2").render(ui=ctx.ui, nav=navigation(ctx))
+    return env.get_template("pack/navigation.md.j2").render(
+        ui=ctx.ui, text=ctx.text, heading=ctx.heading, answer=ctx.answer, nav=navigation(ctx)
+    )
 
 
 def _as_bundle_folder(ctx: LessonContext, env: jinja2.Environment, pack: Pack) -> Pack:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+import tempfile
 from pathlib import Path
 from typing import Callable
 
@@ -33,7 +34,9 @@ def make_runner(
         )
     python = python or ("python3" if kind == "command" else sys.executable)
     if kind == "auto":
-        info = Runner("cuda", python).probe(Path.cwd(), probe_cache)
+        with tempfile.TemporaryDirectory(prefix="coursepack-probe-") as where:
+            # an empty folder: the probe imports nothing of the caller's folder (a torch.py there)
+            info = Runner("cuda", python).probe(Path(where), probe_cache)
         kind = "cuda" if info["cuda"] else "interpreter"
     if kind == "command" and not template:
         raise RunnerError(
