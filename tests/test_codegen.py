@@ -80,3 +80,11 @@ def test_marker_errors_are_located(text, message, line):
         parse_solution(text)
     assert message in str(info.value)
     assert info.value.line == line
+
+
+def test_the_generator_and_check_py_mark_the_blank_alike():
+    """Two definitions, one per side of the trust boundary (content/ may not import checker/):
+    the exercise file's blank is the one check.py looks for."""
+    from generator.checker.shared import common
+
+    assert BLANK == common.BLANK
