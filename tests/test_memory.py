@@ -155,7 +155,7 @@ def test_the_region_crosses_a_socket_and_the_worker_sees_the_same_memory(rt):
     ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     region = rt.Region(torch, 1 << 16, "cpu")
     region.send(ours)
-    seen = rt.map_region(torch, theirs, region.nbytes, "cpu")
+    seen, _ = rt.map_region(torch, theirs, region.nbytes, "cpu")
     seen[:4] = torch.tensor([1, 2, 3, 4], dtype=torch.uint8)
     assert region.tensor[:4].tolist() == [1, 2, 3, 4]
     assert (
@@ -163,6 +163,38 @@ def test_the_region_crosses_a_socket_and_the_worker_sees_the_same_memory(rt):
         and rt.region_offset(torch.zeros(4, dtype=torch.uint8), seen) is None
     )
     region.close()
+    ours.close()
+    theirs.close()
+
+
+def _case_maps() -> int:
+    with open("/proc/self/maps", encoding="utf-8") as maps:
+        return sum("coursepack-case" in line for line in maps)
+
+
+def test_a_retired_region_frees_its_memory_and_a_kept_view_stays_readable(rt):
+    """The worker gives each case's region back before the next case (a worker that kept them all
+    held every case's memory until it ended): after retire() the memfd is no longer mapped, a view
+    the code under check kept still reads (zeros) and writes, and the trusted side's memory is
+    no longer the worker's."""
+    import torch
+
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    before = _case_maps()
+    region = rt.Region(torch, 1 << 20, "cpu")
+    region.send(ours)
+    seen, retire = rt.map_region(torch, theirs, region.nbytes, "cpu")
+    kept = seen[100:200]
+    seen[:4] = torch.tensor([1, 2, 3, 4], dtype=torch.uint8)
+    assert region.tensor[:4].tolist() == [1, 2, 3, 4] and _case_maps() == before + 2
+    retire()
+    assert _case_maps() == before + 1  # the trusted side's own mapping only
+    region.tensor[100:200] = 7
+    assert int(kept.sum()) == 0  # zero pages of the worker's own, not the trusted side's memory
+    kept += 1
+    assert int(kept.sum()) == 100 and int(region.tensor[100:200].sum()) == 700
+    region.close()
+    assert _case_maps() == before  # the memfd is gone: its memory freed
     ours.close()
     theirs.close()
 

@@ -532,18 +532,41 @@ def accept_descriptors(channel):
 
 
 def map_region(torch, descriptors, nbytes, device):
-    """The region the trusted side sent, as a uint8 tensor (never unmapped: a view of it that the
-    code under check kept must stay valid for the worker's life)."""
+    """(the region the trusted side sent, as a uint8 tensor; its retire()). retire() gives the
+    region's memory back once the trusted side has read it (the worker calls it before it maps the
+    next case's): a worker that kept every case's region would hold them all until it ends, and
+    a GPU shared by many checks runs out. The address range stays backed after (on a GPU by one
+    block of the worker's own mapped over it again and again, here by zero pages), so a view of it
+    that the code under check kept stays valid: it reads what was left there, never faults."""
     _, fds, _, _ = socket.recv_fds(descriptors, 1, 1)
     if not fds:
         raise OSError("no region descriptor came")
     fd = fds[0]
     try:
         if device == "cuda":
-            return device_tensor(torch, cuda_import(fd, nbytes), nbytes)
-        return torch.frombuffer(mmap.mmap(fd, nbytes), dtype=torch.uint8)
+            pointer, handle, size = cuda_import(fd, nbytes)
+            return device_tensor(torch, pointer, nbytes), lambda: cuda_retire(torch, pointer, handle, size)
+        region = mmap.mmap(fd, nbytes)
+        return torch.frombuffer(region, dtype=torch.uint8), lambda: zero_pages(region, nbytes)
     finally:
         os.close(fd)
+
+
+PROT_READ_WRITE, MAP_PRIVATE_FIXED_ANONYMOUS = 3, 0x02 | 0x10 | 0x20   # Linux's (memfd is Linux's)
+
+
+def zero_pages(region, nbytes):
+    """The memfd's pages in this process replaced by private zero pages at the same addresses:
+    its memory is freed once the trusted side has closed it too."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.mmap.restype = ctypes.c_void_p
+    libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int,
+                          ctypes.c_long]
+    view = ctypes.c_char.from_buffer(region)
+    address = ctypes.addressof(view)
+    del view   # its export of the mmap; the torch views keep the mmap object (and so the range) alive
+    if libc.mmap(address, nbytes, PROT_READ_WRITE, MAP_PRIVATE_FIXED_ANONYMOUS, -1, 0) != address:
+        raise OSError(ctypes.get_errno(), "mmap over a retired region")
 
 
 def region_arguments(torch, whole, header):
@@ -628,12 +651,40 @@ def cuda_export(nbytes):
 
 
 def cuda_import(fd, nbytes):
+    """(pointer, allocation handle, mapped size) of the trusted side's allocation, mapped here."""
     cuda, device = _driver(), _device()
     props = _Properties(PINNED, POSIX_FD, _Location(ON_DEVICE, device), None, _Flags())
     handle = ctypes.c_uint64()
     _ok(cuda.cuMemImportFromShareableHandle(ctypes.byref(handle), ctypes.c_void_p(fd), ctypes.c_int(POSIX_FD)),
         "cuMemImportFromShareableHandle")
-    return _map(handle, _granular(nbytes, props), device)
+    size = _granular(nbytes, props)
+    return _map(handle, size, device), handle, size
+
+
+_SCRATCH = []   # (handle, size): the one block a worker maps over its retired regions
+
+
+def cuda_retire(torch, pointer, handle, size):
+    """The imported allocation unmapped and released (its memory is freed once the trusted side
+    released its own), and the range mapped again, block by block, to one small allocation of this
+    process's: views of it stay valid and cost nothing."""
+    torch.cuda.synchronize()
+    cuda, device = _driver(), _device()
+    _ok(cuda.cuMemUnmap(ctypes.c_uint64(pointer), ctypes.c_size_t(size)), "cuMemUnmap")
+    _ok(cuda.cuMemRelease(handle), "cuMemRelease")
+    if not _SCRATCH:
+        props = _Properties(PINNED, POSIX_FD, _Location(ON_DEVICE, device), None, _Flags())
+        block, step = ctypes.c_uint64(), _granular(1, props)
+        _ok(cuda.cuMemCreate(ctypes.byref(block), ctypes.c_size_t(step), ctypes.byref(props), ctypes.c_uint64(0)),
+            "cuMemCreate")
+        _SCRATCH.append((block, step))
+    block, step = _SCRATCH[0]
+    for offset in range(0, size, step):
+        _ok(cuda.cuMemMap(ctypes.c_uint64(pointer + offset), ctypes.c_size_t(step), ctypes.c_size_t(0), block,
+                          ctypes.c_uint64(0)), "cuMemMap")
+    access = _Access(_Location(ON_DEVICE, device), READ_WRITE)
+    _ok(cuda.cuMemSetAccess(ctypes.c_uint64(pointer), ctypes.c_size_t(size), ctypes.byref(access),
+                            ctypes.c_size_t(1)), "cuMemSetAccess")
 
 
 def _granular(nbytes, props):

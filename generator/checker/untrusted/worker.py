@@ -41,6 +41,7 @@ class Harness:
         self.arena = None   # a call's free output areas in the trusted side's region (memory.region_arguments)
         self.timed_region = None   # the region of the trusted side's timed calls (run_timed)
         self.descriptors = None    # the socket the trusted side's region descriptors come over
+        self.retire = None         # gives the last case's region back (memory.map_region)
 
     def install(self):
         torch = self.torch
@@ -366,7 +367,7 @@ def run_timed(torch, harness, fn, header, device):
     trusted side's clock and its own read-back of the outputs decide the time, not this answer."""
     bench = header["bench"]
     if bench.get("map"):
-        harness.timed_region = map_region(torch, harness.descriptors, bench["nbytes"], device)
+        harness.timed_region, _ = map_region(torch, harness.descriptors, bench["nbytes"], device)
     calls = [(args, areas[0]) for args, areas in
              (region_arguments(torch, harness.timed_region, {"region": spec, "inputs": header["inputs"]})
               for spec in bench["calls"])]
@@ -407,12 +408,30 @@ def case_calls(torch, case, args):
     return calls
 
 
+def between_cases(torch, harness, device):
+    """The last case's memory given back before the next case's: its region (read by the trusted
+    side by now) and, on a GPU, what torch's allocator kept of it beyond a little, so that the checks
+    sharing the GPU have it."""
+    if harness.retire is not None:
+        retire, harness.retire = harness.retire, None
+        try:
+            retire()
+        except (OSError, RuntimeError) as exc:   # the region stays mapped: memory, not a verdict
+            print(f"coursepack: a case's memory could not be given back ({exc})", file=sys.stderr)
+    if device == "cuda" and torch.cuda.memory_reserved() > KEEP_RESERVED:
+        torch.cuda.empty_cache()
+
+
+KEEP_RESERVED = 256 << 20   # bytes of torch's cache a worker keeps between cases
+
+
 def run_one(torch, harness, fn, header, payload, device, path):
     case = header["run"]
+    between_cases(torch, harness, device)
     whole = None
     if header.get("region") is not None:   # inputs and the output areas in the trusted side's memory
         try:
-            whole = map_region(torch, harness.descriptors, header["region"]["nbytes"], device)
+            whole, harness.retire = map_region(torch, harness.descriptors, header["region"]["nbytes"], device)
         except (OSError, RuntimeError, ValueError) as exc:   # then the inputs sent as bytes, as before
             print(f"coursepack: the trusted side's memory could not be mapped here ({exc})", file=sys.stderr)
     if whole is not None:
