@@ -127,6 +127,7 @@ def verify_all(
         runner.identity(), json.dumps(info, sort_keys=True)
     )  # benches: without the sandbox
     keys, kept, plans, seen = {}, [], [], set()
+    budget = gpu_budget(info, runner)
     for lesson_id, group in itertools.groupby(pairs, key=lambda pair: pair.lesson_id):
         if lesson_id in seen:
             raise ValueError(f"verify_all: {lesson_id}'s locales must come one after another")
@@ -145,7 +146,8 @@ def verify_all(
             else:
                 pending.append(pair)
         if pending:
-            plans.append(_plan(pending, work / lesson_id, runner, jobs, bench_identity, sandbox))
+            at_once = jobs if budget is None else unit_jobs(pending, jobs, budget)
+            plans.append(_plan(pending, work / lesson_id, runner, at_once, bench_identity, sandbox))
         for pair in lesson_pairs:
             pair.release()
         kept += lesson_pairs
@@ -159,7 +161,15 @@ def verify_all(
             _bench_warmups(plans, runner, info, cache) if gpu and runner.kind == "cuda" else []
         )
         tasks = [p.task for p in plans] + warmups
-        results = runner.run_tasks(tasks, progress, parallel=len(tasks) if gpu else 1)[: len(plans)]
+        parallel = len(tasks) if gpu else 1
+        if gpu and budget is not None:
+            parallel = lessons_at_once(plans, budget)
+            progress(
+                f"verify {parallel} lesson(s) at once: about {max(map(cuda_processes, plans))} CUDA "
+                f"processes each, {budget} in {GPU_SHARE:.0%} of the GPU's "
+                f"{info['gpu_memory'] / 2**30:.0f} GiB"
+            )
+        results = runner.run_tasks(tasks, progress, parallel=parallel)[: len(plans)]
         benches = _benches(plans, runner, info, cache, gpu, progress)
         for plan, result in zip(plans, results):
             outcome.tasks.append(
@@ -199,6 +209,49 @@ def verify_all(
                 f"{pair.label}: {s['name']}: {s['detail']}" for s in record["steps"] if not s["ok"]
             ]
     return outcome
+
+
+# ---- the GPU's memory: how much runs at once ---------------------------------------------------
+# A lesson's task holds many CUDA processes at once: a worker per kernel file checked at once and
+# the job's own trusted side, and each student command and notebook a check.py of its own (its
+# trusted side and a worker; a notebook's kernel too). On an H200 a course build with every lesson
+# at once held about 150 of them and ran out of its 140 GiB (143 GiB in use at the peak), about
+# 1 GiB each: a context, torch's cache, a case's data.
+GPU_PROCESS_BYTES = 1 << 30
+GPU_SHARE = 0.6  # of the device's memory that verification plans for: the rest for peaks, others
+
+
+def gpu_budget(info: dict, runner: Runner) -> int | None:
+    """The CUDA processes verification may hold at once on the runner's GPU, or None (no GPU, or
+    its memory unknown: every lesson at once, as before)."""
+    memory = info.get("gpu_memory") or 0
+    if not info.get("cuda") or runner.kind == "interpreter" or memory <= 0:
+        return None
+    return max(1, int(memory * GPU_SHARE // GPU_PROCESS_BYTES))
+
+
+def _fixed_processes(locales: int, notebooks: int) -> int:
+    """A lesson task's CUDA processes besides its batch's workers: its own trusted side, a
+    check.py (trusted side and worker) per student command (answer and exercise per locale, one
+    spawn), and per notebook its kernel's and its check cell's check.py."""
+    return 1 + 2 * (2 * locales + 1) + 3 * notebooks
+
+
+def unit_jobs(pairs: list[PackPair], jobs: int, budget: int) -> int:
+    """Kernel files a lesson checks at once: jobs, fewer where the budget would not hold them."""
+    fixed = _fixed_processes(len(pairs), sum(1 for pair in pairs if pair.notebook))
+    return max(1, min(jobs, budget - fixed))
+
+
+def cuda_processes(plan: Plan) -> int:
+    job = json.loads((plan.folder / "job.json").read_text(encoding="utf-8"))
+    batch = min(job["jobs"], len(job["units"]))
+    return batch + _fixed_processes(len(job["answers"]), len(job["notebooks"]))
+
+
+def lessons_at_once(plans: list[Plan], budget: int) -> int:
+    """Lessons verified at once: as many of the largest as the budget holds, at least one."""
+    return max(1, min(len(plans), budget // max(map(cuda_processes, plans))))
 
 
 # ---- planning: one job folder per lesson -------------------------------------------------------

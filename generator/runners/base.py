@@ -16,7 +16,9 @@ PROBE_SCRIPT = (
     "import gc; gc.disable(); import json, os, sys, torch, triton; g = torch.cuda.is_available();"
     "print(json.dumps({'torch': torch.__version__, 'triton': triton.__version__,"
     "'python': sys.version.split()[0], 'cuda': g,"
-    "'device': torch.cuda.get_device_name(0) if g else 'CPU'}), flush=True); os._exit(0)"
+    "'device': torch.cuda.get_device_name(0) if g else 'CPU',"
+    "'gpu_memory': torch.cuda.get_device_properties(0).total_memory if g else 0}),"
+    "flush=True); os._exit(0)"
 )
 
 

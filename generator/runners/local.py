@@ -328,7 +328,7 @@ class Runner:
         )
         visible = os.environ.get("CUDA_VISIBLE_DEVICES", "<unset>")
         return (
-            json.dumps([self.kind, done.stdout.strip(), devices, visible])
+            json.dumps([self.kind, done.stdout.strip(), devices, visible, PROBE_SCRIPT])
             if done.returncode == 0
             else None
         )
