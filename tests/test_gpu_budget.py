@@ -35,7 +35,9 @@ def test_the_budget_is_a_share_of_the_gpu_memory_and_none_without_a_gpu():
     assert V.gpu_budget({"cuda": True, "gpu_memory": GIB}, runner()) == 1
     assert V.gpu_budget({"cuda": False, "gpu_memory": 0}, runner()) is None
     assert V.gpu_budget({"cuda": True, "gpu_memory": H200}, runner("interpreter")) is None
-    assert V.gpu_budget({"cuda": True}, runner()) is None  # a probe from before the memory was asked
+    assert (
+        V.gpu_budget({"cuda": True}, runner()) is None
+    )  # a probe from before the memory was asked
 
 
 def test_a_lesson_checks_fewer_kernel_files_at_once_on_a_small_gpu():
