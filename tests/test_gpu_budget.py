@@ -40,11 +40,12 @@ def test_the_budget_is_a_share_of_the_gpu_memory_and_none_without_a_gpu():
     )  # a probe from before the memory was asked
 
 
-def test_a_lesson_checks_fewer_kernel_files_at_once_on_a_small_gpu():
+def test_a_lesson_runs_fewer_kernel_files_and_then_fewer_steps_at_once_on_a_small_gpu():
     pairs = [SimpleNamespace(notebook=True), SimpleNamespace(notebook=True)]
-    assert V.unit_jobs(pairs, 8, 83) == 8
-    assert V.unit_jobs(pairs, 8, 20) == 3  # 17 processes are the students' commands and notebooks
-    assert V.unit_jobs(pairs, 8, 14) == 1
+    assert V.lesson_concurrency(pairs, 8, 83) == (8, None)  # 25 processes: everything at once
+    assert V.lesson_concurrency(pairs, 8, 20) == (3, None)  # 17 are the students' and notebooks'
+    assert V.lesson_concurrency(pairs, 8, 14) == (1, 5)  # the batch and 4 of its 7 other steps
+    assert V.lesson_concurrency(pairs, 8, 1) == (1, 2)  # at least one step beside the batch
 
 
 def test_lessons_at_once_hold_the_budget_and_at_least_one_runs(tmp_path):
@@ -55,3 +56,29 @@ def test_lessons_at_once_hold_the_budget_and_at_least_one_runs(tmp_path):
     assert V.lessons_at_once(plans[:2], 1000) == 2
     few = plan(tmp_path, "few", units=2, jobs=8, locales=1, notebooks=0)
     assert V.cuda_processes(few) == 2 + 7
+    small = plan(tmp_path, "small", units=10, jobs=1)
+    job = json.loads((small.folder / "job.json").read_text())
+    (small.folder / "job.json").write_text(json.dumps(dict(job, steps_at_once=5)))
+    assert V.cuda_processes(small) == 1 + 1 + 3 * 4
+
+
+def test_a_lesson_whose_steps_take_turns_still_verifies_every_one(tmp_path, monkeypatch):
+    """Where the budget holds the batch and one more step only, the student commands and the
+    notebook (which waits for its turn before it runs a cell) run one after another, and the lesson
+    verifies as with every step at once."""
+    from generator.pipeline.build import build
+    from tests.conftest import options_for, small_lesson_copy
+
+    small_lesson_copy(tmp_path, ["seed", "tail_257", "random_f16", "empty", "special_f32"])
+    monkeypatch.setattr(V, "gpu_budget", lambda info, runner: 3)
+    result = build(
+        options_for(
+            tmp_path, runner="interpreter", jobs=1, lessons=("lesson03_relu",), locales=("en",)
+        ),
+        progress=lambda _: None,
+    )
+    job = json.loads((tmp_path / "build" / "work" / "lesson03_relu" / "job.json").read_text())
+    assert job["steps_at_once"] == 2 and job["jobs"] == 1
+    record = result.verification["lesson03_relu/en"]
+    steps = {step["name"]: step["ok"] for step in record["steps"]}
+    assert record["passed"] and steps["notebook"] and steps["student:spawn"], steps

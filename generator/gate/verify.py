@@ -146,8 +146,12 @@ def verify_all(
             else:
                 pending.append(pair)
         if pending:
-            at_once = jobs if budget is None else unit_jobs(pending, jobs, budget)
-            plans.append(_plan(pending, work / lesson_id, runner, at_once, bench_identity, sandbox))
+            units, steps = (
+                (jobs, None) if budget is None else lesson_concurrency(pending, jobs, budget)
+            )
+            plans.append(
+                _plan(pending, work / lesson_id, runner, units, bench_identity, sandbox, steps)
+            )
         for pair in lesson_pairs:
             pair.release()
         kept += lesson_pairs
@@ -237,15 +241,27 @@ def _fixed_processes(locales: int, notebooks: int) -> int:
     return 1 + 2 * (2 * locales + 1) + 3 * notebooks
 
 
-def unit_jobs(pairs: list[PackPair], jobs: int, budget: int) -> int:
-    """Kernel files a lesson checks at once: jobs, fewer where the budget would not hold them."""
-    fixed = _fixed_processes(len(pairs), sum(1 for pair in pairs if pair.notebook))
-    return max(1, min(jobs, budget - fixed))
+STEP_PROCESSES = 3  # the most CUDA processes one student command or notebook holds
+
+
+def lesson_concurrency(pairs: list[PackPair], jobs: int, budget: int) -> tuple[int, int | None]:
+    """(kernel files a lesson checks at once, its steps at once or None for all of them): jobs and
+    every step, fewer where the budget would not hold them (kernel files first, then the student
+    commands and notebooks, which then wait for their turn after the batch's)."""
+    locales, notebooks = len(pairs), sum(1 for pair in pairs if pair.notebook)
+    fixed = _fixed_processes(locales, notebooks)
+    units = max(1, min(jobs, budget - fixed))
+    if units + fixed <= budget:
+        return units, None
+    others = 2 * locales + 1 + notebooks
+    return units, 1 + min(others, max(1, (budget - units - 1) // STEP_PROCESSES))
 
 
 def cuda_processes(plan: Plan) -> int:
     job = json.loads((plan.folder / "job.json").read_text(encoding="utf-8"))
     batch = min(job["jobs"], len(job["units"]))
+    if job.get("steps_at_once"):
+        return batch + 1 + STEP_PROCESSES * (job["steps_at_once"] - 1)
     return batch + _fixed_processes(len(job["answers"]), len(job["notebooks"]))
 
 
@@ -276,6 +292,7 @@ def _plan(
     jobs: int,
     bench_identity: str,
     sandbox: str = "auto",
+    steps_at_once: int | None = None,
 ) -> Plan:
     clear(folder)
     folder.mkdir(parents=True)
@@ -308,6 +325,7 @@ def _plan(
         "spawn_locales": [pairs[0].locale],
         "notebooks": notebooks,
         "jobs": jobs,
+        "steps_at_once": steps_at_once,  # None: every step at once
         "case_timeout": spec.checks.timeout_s,
         "timeout": JOB_TIMEOUT_S - 60,
         "student_timeout": spec.checks.timeout_s * 4,

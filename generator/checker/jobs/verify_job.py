@@ -121,18 +121,28 @@ def student(folder, timeout, **extra_env):
 
 def start_notebook(folder, context):
     """Fork the notebook's child now, while this process has no other thread: a fork copies the
-    locks other threads hold (tempfile's, an import's) and the child would wait on them forever."""
+    locks other threads hold (tempfile's, an import's) and the child would wait on them forever.
+    It waits for its turn (notebook() gives it) before it runs a cell."""
     receive, send = context.Pipe(duplex=False)
-    process = context.Process(target=_notebook_child, args=(send, str(folder)))  # not daemonic: the
-    process.start()  # check cell starts children of its own
+    wait, go = context.Pipe(duplex=False)
+    # not daemonic: the check cell starts children of its own
+    process = context.Process(target=_notebook_child, args=(send, wait, go, str(folder)))
+    process.start()
     send.close()
-    return process, receive, time.monotonic()
+    wait.close()
+    return process, receive, go
 
 
 def notebook(started_notebook, timeout):
     """The notebook's record, the same as a `python -c` step (stdout ends with NOTEBOOK-OK when
     every cell ran)."""
-    process, receive, started = started_notebook
+    process, receive, go = started_notebook
+    started = time.monotonic()
+    try:
+        go.send(True)
+    except OSError:
+        pass  # the child ended already: its report says why
+    go.close()
     report, timed_out = None, False
     if receive.poll(max(timeout - (time.monotonic() - started), 0)):
         try:
@@ -160,9 +170,14 @@ def notebook(started_notebook, timeout):
     }
 
 
-def _notebook_child(send, folder):
+def _notebook_child(send, wait, go, folder):
     if hasattr(os, "setpgrp"):
         os.setpgrp()  # a timeout stops the cells' own children too
+    go.close()  # the job's end only: an ended job is an end of file here
+    try:
+        wait.recv()  # its turn: a GPU's memory may not hold every step at once
+    except EOFError:
+        os._exit(1)  # the job ended first
     folder = os.path.abspath(folder)
     os.chdir(folder)
     sys.path.insert(
@@ -259,7 +274,9 @@ def main():
         for locale, folder in job["answers"].items()
         if locale in job["spawn_locales"]
     ]
-    with ThreadPoolExecutor(max_workers=1 + len(commands) + len(job["notebooks"])) as pool:
+    steps = 1 + len(commands) + len(job["notebooks"])
+    # fewer at once where the planner said so (the GPU's memory): the batch first, then the rest
+    with ThreadPoolExecutor(max_workers=job.get("steps_at_once") or steps) as pool:
         units = pool.submit(batch, job, checker, opened)
         students = {
             name: pool.submit(student, folder, job["student_timeout"], **env)
