@@ -30,8 +30,8 @@ def plan(tmp_path, name, units, jobs, locales=2, notebooks=2):
 
 
 def test_the_budget_is_a_share_of_the_gpu_memory_and_none_without_a_gpu():
-    assert V.gpu_budget({"cuda": True, "gpu_memory": H200}, runner()) == 83
-    assert V.gpu_budget({"cuda": True, "gpu_memory": 24 * GIB}, runner()) == 14
+    assert V.gpu_budget({"cuda": True, "gpu_memory": H200}, runner()) == 55
+    assert V.gpu_budget({"cuda": True, "gpu_memory": 24 * GIB}, runner()) == 9
     assert V.gpu_budget({"cuda": True, "gpu_memory": GIB}, runner()) == 1
     assert V.gpu_budget({"cuda": False, "gpu_memory": 0}, runner()) is None
     assert V.gpu_budget({"cuda": True, "gpu_memory": H200}, runner("interpreter")) is None
@@ -42,16 +42,17 @@ def test_the_budget_is_a_share_of_the_gpu_memory_and_none_without_a_gpu():
 
 def test_a_lesson_runs_fewer_kernel_files_and_then_fewer_steps_at_once_on_a_small_gpu():
     pairs = [SimpleNamespace(notebook=True), SimpleNamespace(notebook=True)]
-    assert V.lesson_concurrency(pairs, 8, 83) == (8, None)  # 25 processes: everything at once
+    assert V.lesson_concurrency(pairs, 8, 55) == (8, None)  # 25 processes: everything at once
     assert V.lesson_concurrency(pairs, 8, 20) == (3, None)  # 17 are the students' and notebooks'
     assert V.lesson_concurrency(pairs, 8, 14) == (1, 5)  # the batch and 4 of its 7 other steps
+    assert V.lesson_concurrency(pairs, 8, 9) == (1, 3)  # a 24 GiB card
     assert V.lesson_concurrency(pairs, 8, 1) == (1, 2)  # at least one step beside the batch
 
 
 def test_lessons_at_once_hold_the_budget_and_at_least_one_runs(tmp_path):
     plans = [plan(tmp_path, f"l{i}", units=10, jobs=8) for i in range(7)]
     assert V.cuda_processes(plans[0]) == 8 + 17
-    assert V.lessons_at_once(plans, 83) == 3  # the H200: 75 of 83
+    assert V.lessons_at_once(plans, 55) == 2  # the H200: 50 of 55
     assert V.lessons_at_once(plans, 14) == 1
     assert V.lessons_at_once(plans[:2], 1000) == 2
     few = plan(tmp_path, "few", units=2, jobs=8, locales=1, notebooks=0)

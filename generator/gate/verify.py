@@ -219,9 +219,10 @@ def verify_all(
 # A lesson's task holds many CUDA processes at once: a worker per kernel file checked at once and
 # the job's own trusted side, and each student command and notebook a check.py of its own (its
 # trusted side and a worker; a notebook's kernel too). On an H200 a course build with every lesson
-# at once held about 150 of them and ran out of its 140 GiB (143 GiB in use at the peak), about
-# 1 GiB each: a context, torch's cache, a case's data.
-GPU_PROCESS_BYTES = 1 << 30
+# at once held about 150 of them and ran out of its 140 GiB (143 GiB in use at the peak); with 3
+# lessons at once (75 of them) it peaked at 100-113 GiB: about 1.5 GiB each (a context, torch's
+# cache, a case's data).
+GPU_PROCESS_BYTES = 3 << 29  # 1.5 GiB
 GPU_SHARE = 0.6  # of the device's memory that verification plans for: the rest for peaks, others
 
 
