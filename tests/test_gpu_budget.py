@@ -16,17 +16,14 @@ def runner(kind="cuda"):
     return SimpleNamespace(kind=kind)
 
 
-def plan(tmp_path, name, units, jobs, locales=2, notebooks=2):
-    folder = tmp_path / name
-    folder.mkdir()
+def plan(units, jobs, locales=2, notebooks=2):
     job = {
         "units": [{"id": str(i)} for i in range(units)],
         "jobs": jobs,
         "answers": {str(i): "a" for i in range(locales)},
         "notebooks": {str(i): "a" for i in range(notebooks)},
     }
-    (folder / "job.json").write_text(json.dumps(job))
-    return SimpleNamespace(folder=folder)
+    return SimpleNamespace(job=job, cuda_processes=V.cuda_processes(job))
 
 
 def test_the_budget_is_a_share_of_the_gpu_memory_and_none_without_a_gpu():
@@ -49,18 +46,16 @@ def test_a_lesson_runs_fewer_kernel_files_and_then_fewer_steps_at_once_on_a_smal
     assert V.lesson_concurrency(pairs, 8, 1) == (1, 2)  # at least one step beside the batch
 
 
-def test_lessons_at_once_hold_the_budget_and_at_least_one_runs(tmp_path):
-    plans = [plan(tmp_path, f"l{i}", units=10, jobs=8) for i in range(7)]
-    assert V.cuda_processes(plans[0]) == 8 + 17
+def test_lessons_at_once_hold_the_budget_and_at_least_one_runs():
+    plans = [plan(units=10, jobs=8) for _ in range(7)]
+    assert V.cuda_processes(plans[0].job) == 8 + 17
     assert V.lessons_at_once(plans, 55) == 2  # the H200: 50 of 55
     assert V.lessons_at_once(plans, 14) == 1
     assert V.lessons_at_once(plans[:2], 1000) == 2
-    few = plan(tmp_path, "few", units=2, jobs=8, locales=1, notebooks=0)
-    assert V.cuda_processes(few) == 2 + 7
-    small = plan(tmp_path, "small", units=10, jobs=1)
-    job = json.loads((small.folder / "job.json").read_text())
-    (small.folder / "job.json").write_text(json.dumps(dict(job, steps_at_once=5)))
-    assert V.cuda_processes(small) == 1 + 1 + 3 * 4
+    few = plan(units=2, jobs=8, locales=1, notebooks=0)
+    assert V.cuda_processes(few.job) == 2 + 7
+    small = plan(units=10, jobs=1)
+    assert V.cuda_processes(dict(small.job, steps_at_once=5)) == 1 + 1 + 3 * 4
 
 
 def test_a_lesson_whose_steps_take_turns_still_verifies_every_one(tmp_path, monkeypatch):

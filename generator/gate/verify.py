@@ -169,7 +169,7 @@ def verify_all(
         if gpu and budget is not None:
             parallel = lessons_at_once(plans, budget)
             progress(
-                f"verify {parallel} lesson(s) at once: about {max(map(cuda_processes, plans))} CUDA "
+                f"verify {parallel} lesson(s) at once: about {max(p.cuda_processes for p in plans)} CUDA "
                 f"processes each, {budget} in {GPU_SHARE:.0%} of the GPU's "
                 f"{info['gpu_memory'] / 2**30:.0f} GiB"
             )
@@ -258,8 +258,8 @@ def lesson_concurrency(pairs: list[PackPair], jobs: int, budget: int) -> tuple[i
     return units, 1 + min(others, max(1, (budget - units - 1) // STEP_PROCESSES))
 
 
-def cuda_processes(plan: Plan) -> int:
-    job = json.loads((plan.folder / "job.json").read_text(encoding="utf-8"))
+def cuda_processes(job: dict) -> int:
+    """The CUDA processes a lesson's task (its job.json) holds at once, at most."""
     batch = min(job["jobs"], len(job["units"]))
     if job.get("steps_at_once"):
         return batch + 1 + STEP_PROCESSES * (job["steps_at_once"] - 1)
@@ -268,7 +268,7 @@ def cuda_processes(plan: Plan) -> int:
 
 def lessons_at_once(plans: list[Plan], budget: int) -> int:
     """Lessons verified at once: as many of the largest as the budget holds, at least one."""
-    return max(1, min(len(plans), budget // max(map(cuda_processes, plans))))
+    return max(1, min(len(plans), budget // max(plan.cuda_processes for plan in plans)))
 
 
 # ---- planning: one job folder per lesson -------------------------------------------------------
@@ -284,6 +284,7 @@ class Plan:
     task: Task
     bench: str | None = None  # the bench's cache key, where the lesson has one
     bench_folder: Path | None = None  # the answer pack it runs in
+    cuda_processes: int = 0  # its task's at once, at most (cuda_processes of its job.json)
 
 
 def _plan(
@@ -347,6 +348,7 @@ def _plan(
         task,
         bench_key(answer, spec, bench_identity) if spec.bench else None,
         folder / answer.name,
+        cuda_processes(job),
     )
 
 

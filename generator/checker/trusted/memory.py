@@ -558,15 +558,24 @@ PROT_READ_WRITE, MAP_PRIVATE_FIXED_ANONYMOUS = 3, 0x02 | 0x10 | 0x20   # Linux's
 def zero_pages(region, nbytes):
     """The memfd's pages in this process replaced by private zero pages at the same addresses:
     its memory is freed once the trusted side has closed it too."""
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.mmap.restype = ctypes.c_void_p
-    libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int,
-                          ctypes.c_long]
     view = ctypes.c_char.from_buffer(region)
     address = ctypes.addressof(view)
     del view   # its export of the mmap; the torch views keep the mmap object (and so the range) alive
-    if libc.mmap(address, nbytes, PROT_READ_WRITE, MAP_PRIVATE_FIXED_ANONYMOUS, -1, 0) != address:
+    if _mmap()(address, nbytes, PROT_READ_WRITE, MAP_PRIVATE_FIXED_ANONYMOUS, -1, 0) != address:
         raise OSError(ctypes.get_errno(), "mmap over a retired region")
+
+
+_LIBC_MMAP = []
+
+
+def _mmap():
+    """libc's mmap, typed (once per process, as _driver)."""
+    if not _LIBC_MMAP:
+        call = ctypes.CDLL(None, use_errno=True).mmap
+        call.restype = ctypes.c_void_p
+        call.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long]
+        _LIBC_MMAP.append(call)
+    return _LIBC_MMAP[0]
 
 
 def region_arguments(torch, whole, header):
